@@ -1,0 +1,45 @@
+# The README's two commands. Both create .venv when it is missing and are quick when all is installed.
+#   make demo   set up and run the main job (hoi4-arena quickstart) on the built-in simulator
+#   make test   set up (with the dev extra and the Debian packages the tests need) and run ruff + pytest
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_OUT ?= demo
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint install install-dev system-packages clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is needed, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# A stamp per extra, remade when pyproject.toml changes, keeps repeated runs to seconds.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+system-packages:
+	@scripts/system-packages.sh
+
+demo: install
+	$(BIN)/hoi4-arena quickstart $(DEMO_OUT)
+
+lint: install-dev
+	$(BIN)/ruff check src tests bench
+
+# pytest's status 5 means it collected no tests: that is a failure here, not a pass.
+test: install-dev system-packages lint
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$status
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

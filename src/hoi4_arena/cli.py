@@ -1,0 +1,84 @@
+"""The `hoi4-arena` command line: one Typer app, one thin function per command.
+
+Each command parses its options, imports the module that does the work *inside* the function (so
+`hoi4-arena --help` never loads torch, numpy or pygame), calls it, and prints the result as JSON on
+stdout. Progress and diagnostics go to stderr. Bad input raises `UserError`, which `main` turns into
+a one-line message and exit status 2; a run that fails after doing its work exits 1.
+
+Try: hoi4-arena --help
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hoi4_arena import __version__
+from hoi4_arena.errors import UserError
+
+app = typer.Typer(
+    name="hoi4-arena",
+    help="An agent that learns to play Hearts of Iron IV from the screen, and the built-in simulator "
+    "it learns on. Results go to stdout as JSON; progress and diagnostics go to stderr.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"hoi4-arena {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="Diagnostics on stderr: debug, info, warning or error.")
+    ] = "warning",
+) -> None:
+    from hoi4_arena.terminal import setup_logging
+
+    try:
+        setup_logging(log_level)
+    except ValueError as error:
+        raise UserError(str(error)) from None
+
+
+# --- the main job -------------------------------------------------------------------------------
+
+
+@app.command()
+def quickstart(
+    out: Annotated[
+        Path, typer.Argument(help="Folder for everything the run makes (resumes if it exists).")
+    ] = Path("demo"),
+) -> None:
+    """From nothing to a learned agent: record scripted games, train, play the AI, report."""
+    from hoi4_arena.quickstart import run_quickstart
+    from hoi4_arena.terminal import print_json
+
+    print_json(run_quickstart(out))
+
+
+def main() -> None:
+    """Entry point: run the app, turning `UserError` into a message and exit status 2."""
+    try:
+        app()
+    except UserError as error:
+        from hoi4_arena.terminal import stderr
+
+        stderr.print(f"[bold red]error:[/] {error}", highlight=False)
+        sys.exit(error.exit_code)
+
+
+if __name__ == "__main__":
+    main()

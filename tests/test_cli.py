@@ -1,0 +1,63 @@
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from hoi4_arena import __version__
+from hoi4_arena.cli import app
+
+runner = CliRunner()
+
+
+def test_help_lists_every_command_with_a_description() -> None:
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for command in app.registered_commands:
+        name = command.name or command.callback.__name__.replace("_", "-")
+        assert name in result.output
+        assert command.callback.__doc__, f"{name} has no description"
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert __version__ in result.output
+
+
+def test_help_imports_no_heavy_module() -> None:
+    # `hoi4-arena --help` must start fast: commands import their modules lazily.
+    code = (
+        "import sys; from hoi4_arena import cli\n"
+        "try:\n    cli.app(['--help'], standalone_mode=False)\nexcept SystemExit: pass\n"
+        "heavy = sorted(m for m in ('torch', 'numpy', 'pygame', 'av', 'mss', 'matplotlib', 'timm') if m in sys.modules)\n"
+        "print('HEAVY=' + ','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "HEAVY=\n" in out.stdout
+
+
+def test_bad_log_level_is_a_message_not_a_traceback() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "hoi4_arena.cli", "--log-level", "loud", "quickstart", "--help"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert "log level" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_unknown_command_fails_with_usage() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "hoi4_arena.cli", "no-such-command"], capture_output=True, text=True
+    )
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+
+
+def test_result_json_is_strict() -> None:
+    from hoi4_arena.terminal import print_json
+
+    code = "from hoi4_arena.terminal import print_json; print_json({'a': float('nan'), 'b': (1, 2)})"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == {"a": None, "b": [1, 2]}
+    assert callable(print_json)
