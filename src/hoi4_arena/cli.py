@@ -69,6 +69,35 @@ def quickstart(
     print_json(run_quickstart(out))
 
 
+# --- evaluation ---------------------------------------------------------------------------------
+
+
+@app.command("win-rate")
+def win_rate_command(
+    results: Annotated[list[Path], typer.Argument(help="Results files (results.jsonl), one JSON row per game.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+    plot: Annotated[
+        Path | None, typer.Option(help="Where to draw the PNG plot (default: win-rate.png beside the first file).")
+    ] = None,
+    no_plot: Annotated[bool, typer.Option("--no-plot", help="Do not draw the plot.")] = False,
+) -> None:
+    """A record against the AI overall, by side, arena and strategy, with Wilson 95% intervals."""
+    from hoi4_arena.evaluation.winrate import win_rate
+
+    plot_path = None if no_plot else (plot or results[0].parent / "win-rate.png")
+    summary, table = win_rate(results, plot_path)
+    if json_out:
+        from hoi4_arena.terminal import print_json
+
+        print_json({"players": summary, "plot": str(plot_path) if plot_path else None})
+    else:
+        typer.echo(table, nl=False)
+        if plot_path is not None:
+            from hoi4_arena.terminal import stderr
+
+            stderr.print(f"plot: {plot_path}")
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:

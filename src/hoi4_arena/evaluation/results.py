@@ -1,0 +1,126 @@
+"""The results file: one JSON row per game, written by record-ai, play-policy and the quickstart.
+
+A row names the candidate being measured and how its game ended:
+
+    {"player": "scripted", "side": "BLU", "opponent": "ai", "winner": "BLU", "valid": true,
+     "arena": "plains", "seed": 3, "strategy": "deep", "declarer": "RED", "reason": "capitulated",
+     "days": 141, "session": "sessions/game-0003"}
+
+`winner` is a tag or null for a draw; `outcome` (win, draw, loss) is derived from it and `side`.
+Invalid games (`valid: false`: a crash, a desync, a harness fault) are kept in the file with their
+`reason` and left out of every rate.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hoi4_arena.errors import UserError
+
+TAGS = ("BLU", "RED")
+OUTCOMES = ("win", "draw", "loss")
+
+
+@dataclass(frozen=True)
+class GameResult:
+    """One game from the candidate's point of view."""
+
+    player: str
+    side: str
+    winner: str | None
+    valid: bool = True
+    arena: str = ""
+    seed: int | None = None
+    strategy: str = ""
+    opponent: str = "ai"
+    reason: str = ""
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def outcome(self) -> str:
+        if self.winner is None:
+            return "draw"
+        return "win" if self.winner == self.side else "loss"
+
+    def to_dict(self) -> dict:
+        row = {
+            "player": self.player,
+            "side": self.side,
+            "opponent": self.opponent,
+            "winner": self.winner,
+            "outcome": self.outcome,
+            "valid": self.valid,
+            "arena": self.arena,
+            "seed": self.seed,
+            "strategy": self.strategy,
+            "reason": self.reason,
+        }
+        row.update(self.extra)
+        return row
+
+    @classmethod
+    def from_dict(cls, row: dict) -> GameResult:
+        if not isinstance(row, dict):
+            raise ValueError("a result row must be a JSON object")
+        for key in ("side", "winner"):
+            if key not in row:
+                raise ValueError(f"missing field {key!r}")
+        side, winner = row["side"], row["winner"]
+        if side not in TAGS:
+            raise ValueError(f"side must be one of {TAGS}, got {side!r}")
+        if winner is not None and winner not in TAGS:
+            raise ValueError(f"winner must be one of {TAGS} or null, got {winner!r}")
+        known = {
+            "player",
+            "side",
+            "winner",
+            "valid",
+            "arena",
+            "seed",
+            "strategy",
+            "opponent",
+            "reason",
+            "outcome",
+        }
+        result = cls(
+            player=str(row.get("player", "candidate")),
+            side=side,
+            winner=winner,
+            valid=bool(row.get("valid", True)),
+            arena=str(row.get("arena", "")),
+            seed=row.get("seed"),
+            strategy=str(row.get("strategy", "") or ""),
+            opponent=str(row.get("opponent", "ai")),
+            reason=str(row.get("reason", "")),
+            extra={k: v for k, v in row.items() if k not in known},
+        )
+        if "outcome" in row and row["outcome"] != result.outcome:
+            raise ValueError(f"outcome {row['outcome']!r} disagrees with side {side} and winner {winner}")
+        return result
+
+
+def append_result(path: Path, result: GameResult) -> None:
+    """Append one row and flush it, so a killed run keeps every finished game."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(result.to_dict(), separators=(",", ":")) + "\n")
+        out.flush()
+
+
+def read_results(path: Path) -> list[GameResult]:
+    """Every row of a results file; a bad line is a UserError naming the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such results file")
+    rows = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(GameResult.from_dict(json.loads(line)))
+            except (json.JSONDecodeError, ValueError, TypeError) as error:
+                raise UserError(f"{path}:{number}: not a result row ({error})") from None
+    return rows
