@@ -1,0 +1,160 @@
+import json
+
+import numpy as np
+import pytest
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.maps import PRESETS, ArenaMap, generate, load_arena
+from hoi4_arena.maps.invariants import check_invariants, count_pieces, four_way_corners
+
+
+@pytest.fixture(
+    scope="module", params=[(p, s) for p in PRESETS for s in (0, 7)], ids=lambda ps: f"{ps[0]}:{ps[1]}"
+)
+def arena(request) -> ArenaMap:
+    return generate(*request.param)
+
+
+def test_every_invariant_holds(arena: ArenaMap) -> None:
+    assert check_invariants(arena) == []
+
+
+def test_raster_is_an_exact_half_turn_mirror(arena: ArenaMap) -> None:
+    h, w = arena.raster.shape
+    assert h % 256 == 0 and w % 256 == 0
+    for x, y in ((10, 10), (w // 3, h // 2), (w // 2 - 1, h // 2 - 1), (700, 300)):
+        assert arena.mirror(int(arena.raster[y, x])) == int(arena.raster[h - 1 - y, w - 1 - x])
+    for p in arena.provinces:
+        q = arena.province(arena.mirror(p.id))
+        assert q.owner != p.owner and q.terrain == p.terrain and q.victory_points == p.victory_points
+        assert q.centroid == pytest.approx((w - p.centroid[0], h - p.centroid[1]), abs=0.02)
+        assert {arena.mirror(n) for n in arena.adjacency[p.id]} == set(arena.adjacency[q.id])
+
+
+def test_shape_of_the_arena(arena: ArenaMap) -> None:
+    assert len(arena.provinces) == 192 and len(arena.states) == 16
+    assert sum(p.owner == "BLU" for p in arena.provinces) == 96
+    assert all(len(s.provinces) >= 4 for s in arena.states)
+    # Irregular, not a rectangular grid: provinces have between 2 and 8 neighbours, and vary in size.
+    degrees = [len(arena.adjacency[p.id]) for p in arena.provinces]
+    assert max(degrees) >= 6 and min(degrees) >= 2
+    areas = [p.area for p in arena.provinces]
+    assert max(areas) > 1.5 * min(areas)
+    # BLU is the western country.
+    blu_x = np.mean([p.centroid[0] for p in arena.provinces if p.owner == "BLU"])
+    assert blu_x < arena.size[1] / 2
+    assert arena.border_provinces["BLU"] and all(
+        arena.province(p).owner == "BLU" for p in arena.border_provinces["BLU"]
+    )
+    for tag, path in arena.railways.items():
+        assert path[0] == arena.capitals[tag] and path[-1] in arena.border_provinces[tag]
+
+
+def test_preset_designs_show_in_the_map() -> None:
+    river = generate("river", 1)
+    assert sum(w == 2 for w in river.rivers.values()) >= 16  # a large river across each country
+    ford = generate("ford", 1)
+    crossings = [
+        frozenset((a, b))
+        for a in ford.border_provinces["BLU"]
+        for b in ford.adjacency[a]
+        if ford.province(b).owner == "RED"
+    ]
+    dry = [c for c in crossings if c not in ford.rivers]
+    assert len(dry) == 1 and all(ford.rivers[c] == 2 for c in crossings if c != dry[0])
+    passes = generate("passes", 1)
+    mountains = [p for p in passes.border_provinces["BLU"] if passes.province(p).terrain == "mountain"]
+    assert 4 <= len(mountains) < len(passes.border_provinces["BLU"])
+    bay, plains = generate("bay", 1), generate("plains", 1)
+    h, w = bay.size
+    assert (bay.raster[150 : h - 150, w // 2] == 0).sum() > 100  # the bays reach deep along the border
+    assert (plains.raster[150 : h - 150, w // 2] == 0).sum() == 0
+    assert bay.raster[h // 2, w // 2] != 0  # the isthmus
+    marsh = generate("marsh", 1)
+    lake_centre = marsh.raster[marsh.size[0] // 2, marsh.size[1] // 2]
+    assert lake_centre == 0 and sum(p.terrain == "marsh" for p in marsh.provinces) >= 16
+    salient = generate("salient", 1)
+    # the bulge: some BLU province lies well east of the middle
+    assert max(p.centroid[0] for p in salient.provinces if p.owner == "BLU") > salient.size[1] / 2 + 100
+
+
+def test_generation_is_a_pure_function_of_preset_and_seed() -> None:
+    a, b, c = generate("salient", 4), generate("salient", 4), generate("salient", 5)
+    assert np.array_equal(a.raster, b.raster) and a.to_json() == b.to_json()
+    assert not np.array_equal(a.raster, c.raster)
+
+
+def test_save_load_round_trip(tmp_path) -> None:
+    a = generate("bay", 2)
+    a.save(tmp_path / "m")
+    b = ArenaMap.load(tmp_path / "m")
+    assert np.array_equal(a.raster, b.raster) and b.raster.dtype == np.uint16
+    assert a.to_json() == b.to_json() and a.provinces == b.provinces and a.adjacency == b.adjacency
+    assert load_arena(str(tmp_path / "m")).to_json() == a.to_json()
+
+
+@pytest.mark.parametrize(
+    "corrupt, words",
+    [
+        (lambda r, d: r.__setitem__((slice(300, 340), slice(300, 340)), 5), "mirror"),
+        (lambda r, d: d["provinces"][4].__setitem__("terrain", "lava"), "terrain"),
+        (lambda r, d: d["provinces"][4].__setitem__("victory_points", 40), "differ"),
+        (lambda r, d: d["rivers"].append([1, 150, 1]), "river"),
+        (lambda r, d: d.__setitem__("version", 99), "version"),
+        (lambda r, d: d["provinces"].pop(), "192 provinces"),
+        (lambda r, d: d["provinces"][0].pop("owner"), "malformed"),
+    ],
+)
+def test_a_corrupted_folder_is_refused_with_the_reason(tmp_path, corrupt, words) -> None:
+    from PIL import Image
+
+    generate("plains", 0).save(tmp_path / "m")
+    raster = np.asarray(Image.open(tmp_path / "m" / "raster.png")).copy()
+    data = json.loads((tmp_path / "m" / "map.json").read_text())
+    corrupt(raster, data)
+    Image.fromarray(raster).save(tmp_path / "m" / "raster.png")
+    (tmp_path / "m" / "map.json").write_text(json.dumps(data))
+    with pytest.raises(UserError, match=words):
+        ArenaMap.load(tmp_path / "m")
+
+
+def test_missing_or_garbage_files_are_refused(tmp_path) -> None:
+    with pytest.raises(UserError, match="missing"):
+        ArenaMap.load(tmp_path)
+    (tmp_path / "raster.png").write_bytes(b"not a png")
+    (tmp_path / "map.json").write_text("{}")
+    with pytest.raises(UserError):
+        ArenaMap.load(tmp_path)
+
+
+def test_load_arena_specs() -> None:
+    assert load_arena("ford:3").seed == 3 and load_arena("ford").seed == 0
+    for bad in ("nowhere", "ford:x", "ford:-1"):
+        with pytest.raises(UserError):
+            load_arena(bad)
+    with pytest.raises(UserError, match="unknown arena preset"):
+        generate("volcano", 1)
+
+
+def test_pixel_checks_find_defects() -> None:
+    r = np.array([[1, 1, 2, 2], [1, 1, 2, 2], [3, 3, 4, 4], [3, 3, 4, 4]], dtype=np.uint16)
+    assert [tuple(c) for c in four_way_corners(r)] == [(1, 1)]
+    checker = np.array([[1, 2], [2, 1]], dtype=np.uint16)
+    assert len(four_way_corners(checker)) == 1
+    split = np.array([[1, 1, 2, 1], [2, 2, 2, 1], [1, 2, 2, 2]], dtype=np.uint16)
+    assert count_pieces(split).tolist() == [0, 3, 1]
+
+
+def test_border_points_follow_the_shared_border() -> None:
+    arena = generate("river", 0)
+    pair = next(iter(sorted(arena.rivers, key=sorted)))
+    a, b = sorted(pair)
+    pts = arena.border_points(a, b)
+    assert len(pts) == arena.border_lengths[pair]
+    steps = np.hypot(*np.diff(pts, axis=0).T)
+    assert np.median(steps) <= 1.0  # a chain, not a scatter
+    x, y = pts[len(pts) // 2]
+    window = arena.raster[int(y) - 1 : int(y) + 2, int(x) - 1 : int(x) + 2]
+    assert {a, b} <= set(window.ravel().tolist())
+    far = next(p for p in range(1, 193) if p not in arena.adjacency[a] and p != a)
+    assert arena.border_points(a, far).shape == (0, 2)
