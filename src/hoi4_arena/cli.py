@@ -98,6 +98,64 @@ def win_rate_command(
             stderr.print(f"plot: {plot_path}")
 
 
+# --- screen: the X11 game's capture and probe ---------------------------------------------------
+
+
+@app.command("capture")
+def capture_command(
+    out: Annotated[Path, typer.Argument(help="PNG file for the full frame, the cursor drawn in.")],
+    views: Annotated[
+        Path | None, typer.Option("--views", help="Folder for the views as PNGs (global, quadrants, fovea).")
+    ] = None,
+    game: Annotated[
+        str, typer.Option("--game", help="Which game's worker: x11 (a window on an X display).")
+    ] = "x11",
+    window: Annotated[
+        str | None,
+        typer.Option("--window", help="Window name or class, or a process id (default: Hearts of Iron IV)."),
+    ] = None,
+    display: Annotated[
+        str | None, typer.Option("--display", help="X display such as :0 (default: $DISPLAY).")
+    ] = None,
+    layout: Annotated[str, typer.Option("--layout", help="View layout: full or cpu.")] = "full",
+) -> None:
+    """Save a frame of the current game and its views as PNGs."""
+    from hoi4_arena.screen.probe import CaptureConfig, run_capture
+    from hoi4_arena.terminal import print_json
+
+    config = CaptureConfig(out=out, views_dir=views, game=game, window=window, display=display, layout=layout)
+    print_json(run_capture(config))
+
+
+@app.command("probe")
+def probe_command(
+    game: Annotated[
+        str, typer.Option("--game", help="Which game's worker: x11 (a window on an X display).")
+    ] = "x11",
+    window: Annotated[
+        str | None,
+        typer.Option("--window", help="Window name or class, or a process id (default: Hearts of Iron IV)."),
+    ] = None,
+    display: Annotated[
+        str | None, typer.Option("--display", help="X display such as :0 (default: $DISPLAY).")
+    ] = None,
+    layout: Annotated[str, typer.Option("--layout", help="View layout: full or cpu.")] = "full",
+    captures: Annotated[int, typer.Option("--captures", help="How many captures to time.")] = 20,
+    apply: Annotated[
+        bool,
+        typer.Option("--apply/--no-apply", help="Time applies too (a move to where the pointer already is)."),
+    ] = True,
+) -> None:
+    """What the worker sees: window, size, focus, safety state, capture and apply timings."""
+    from hoi4_arena.screen.probe import ProbeConfig, run_probe
+    from hoi4_arena.terminal import print_json
+
+    config = ProbeConfig(
+        game=game, window=window, display=display, layout=layout, captures=captures, apply=apply
+    )
+    print_json(run_probe(config))
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:

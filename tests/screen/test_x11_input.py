@@ -110,7 +110,8 @@ def test_timed_events_arrive_in_order_at_their_times(worker, app) -> None:
     app.wait_for(lambda e: e["type"] == "MouseMotion" and e["pos"] == [150, 100], since=since)
     positions = [e["pos"] for e in app.inputs(since) if e["type"] == "MouseMotion"]
     assert positions == [[10 + 20 * slot, 100] for slot in range(8)]
-    sent = [(planned, at) for _, planned, at in list(worker.dispatch_log)[-8:]]
+    sent = [(d.planned_ns, d.sent_ns) for d in list(worker.dispatch_log)[-8:]]
+    assert all(d.timed for d in list(worker.dispatch_log)[-8:])
     assert [planned for planned, _ in sent] == [event.t_ns for event in slots]
     assert all(at >= planned for planned, at in sent), "no event may go before its time"
 
@@ -126,7 +127,7 @@ def test_a_timed_apply_runs_while_captures_are_in_progress(worker, app) -> None:
         start = time.monotonic_ns()
         worker.capture(CaptureRequest(views=False, full=True, regions={"all": (0, 0, 640, 360)}))
         busy.append((start, time.monotonic_ns()))
-    sent = [at for _, _, at in list(worker.dispatch_log)[-8:]]
+    sent = [d.sent_ns for d in list(worker.dispatch_log)[-8:]]
     assert len(sent) == 8
     # Were apply serialised behind capture, every event would go out between two captures.
     inside = [at for at in sent if any(start < at < end for start, end in busy)]

@@ -137,6 +137,7 @@ def test_requests_keep_the_watchdog_quiet(worker, xconn) -> None:
 
 def test_f12_from_another_client_stops_input_until_rearmed(worker, app, xconn) -> None:
     worker.arm("match")
+    since = app.mark()
     worker.apply([InputEvent(0, "key_down", key=VK_A)])
     f12 = keycode(xconn, "F12")
     xtest.fake_input(xconn, X.KeyPress, f12)
@@ -145,6 +146,8 @@ def test_f12_from_another_client_stops_input_until_rearmed(worker, app, xconn) -
     wait_until(lambda: not held_keys(xconn))
     status = worker.status()
     assert status["stopped"] and status["stop_reason"] == "f12"
+    # Let the window log the release and the F12 itself before marking where "after" begins.
+    app.wait_for(lambda e: e["type"] == "KeyUp" and e["key"] == "f12", since=since)
     since = app.mark()
     with pytest.raises(WorkerError) as error:
         worker.apply([InputEvent(0, "move", 30, 30), InputEvent(0, "key_down", key=VK_B)])
@@ -181,7 +184,7 @@ def test_f12_stops_a_timed_batch_in_flight(worker, app, xconn) -> None:
 
 def test_match_mode_refuses_space_and_setup_mode_allows_it(worker, app, xconn) -> None:
     worker.arm("match")
-    since = app.mark()
+    since = app.settled_mark()
     for vk in (VK_SPACE, VK_ESCAPE):
         with pytest.raises(WorkerError) as error:
             worker.apply([InputEvent(0, "key_down", key=vk), InputEvent(0, "key_up", key=vk)])
@@ -193,9 +196,17 @@ def test_match_mode_refuses_space_and_setup_mode_allows_it(worker, app, xconn) -
     app.wait_for(lambda e: e["type"] == "KeyDown" and e["key"] == "space", since=since)
 
 
+def move_and_wait(worker: X11Worker, app: PatternApp, x: int, y: int) -> int:
+    """Move the pointer, wait until the window logged it, and return the mark after it."""
+    since = app.mark()
+    worker.apply([InputEvent(0, "move", x, y)])
+    app.wait_for(lambda e: e["type"] == "MouseMotion" and e["pos"] == [x, y], since=since)
+    return app.mark()
+
+
 def test_out_of_range_positions_are_refused_and_the_pointer_stays(worker, app, xconn) -> None:
     worker.arm("match")
-    worker.apply([InputEvent(0, "move", 10, 10)])
+    move_and_wait(worker, app, 10, 12)
     before = xconn.screen().root.query_pointer()
     for x, y in [(640, 10), (10, 360), (-1, 5)]:
         with pytest.raises(WorkerError) as error:
@@ -207,9 +218,9 @@ def test_out_of_range_positions_are_refused_and_the_pointer_stays(worker, app, x
 
 def test_one_forbidden_event_leaves_the_whole_batch_unapplied(worker, app, xconn) -> None:
     worker.arm("match")
-    worker.apply([InputEvent(0, "move", 10, 10)])
+    move_and_wait(worker, app, 11, 13)
+    since = app.settled_mark()
     before = xconn.screen().root.query_pointer()
-    since = app.mark()
     batch = [
         InputEvent(0, "move", 300, 300),
         InputEvent(0, "key_down", key=VK_A),

@@ -40,7 +40,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 from Xlib import X
@@ -48,7 +48,9 @@ from Xlib import error as xerror
 from Xlib.display import Display
 
 from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.safety import InputGuard, SafetyConfig, Watchdog
+from hoi4_arena.screen.views import compute_views
 from hoi4_arena.screen.worker import ArmMode, Capture, CaptureRequest, Worker, WorkerError
 from hoi4_arena.screen.x11_input import XTestInput
 from hoi4_arena.screen.x11_record import InjectionLedger, RecordListener
@@ -58,6 +60,8 @@ log = logging.getLogger(__name__)
 DEFAULT_WINDOW = "Hearts of Iron IV"
 # Errors that mean "the connection or the window is gone", as opposed to a bug of ours.
 _X_ERRORS = (xerror.XError, xerror.ConnectionClosedError, OSError)
+# What a request about a destroyed window raises (get_geometry names it a drawable).
+_GONE = (xerror.BadWindow, xerror.BadDrawable)
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,7 @@ def find_window(conn: Display, target: str | int) -> WindowInfo:
         window = stack.pop()
         try:
             children = window.query_tree().children
-        except xerror.BadWindow:
+        except _GONE:
             continue  # it went away while we looked
         stack.extend(children)
         if window.id == root.id:
@@ -136,7 +140,7 @@ def find_window(conn: Display, target: str | int) -> WindowInfo:
             info = _describe(window, net_pid, net_name)
             attributes = window.get_attributes()
             geometry = window.get_geometry()
-        except xerror.BadWindow:
+        except _GONE:
             continue
         if attributes.map_state != X.IsViewable or attributes.win_class != X.InputOutput:
             continue
@@ -181,6 +185,15 @@ def _describe(window, net_pid: int, net_name: int) -> WindowInfo:
     return WindowInfo(window.id, name, wm_class, pid)
 
 
+class Dispatched(NamedTuple):
+    """One event the dispatcher sent: its kind, when it was due (timed batches), when it went out."""
+
+    kind: str
+    planned_ns: int
+    sent_ns: int
+    timed: bool
+
+
 @dataclass
 class _Batch:
     events: list[InputEvent]
@@ -194,16 +207,15 @@ class _Batch:
 class X11Worker(Worker):
     """A `Worker` over one window of an X display.
 
-    `window` is a window name or class (str) or a process id (int). `layout` is the view layout for
-    captures (`hoi4_arena.screen.layout`; its default when None). `game_log_path` is the game's
-    game.log, tailed by `game_log`.
+    `window` is a window name or class (str) or a process id (int). `layout` is the view layout of
+    captures ('full' when None). `game_log_path` is the game's game.log, tailed by `game_log`.
     """
 
     def __init__(
         self,
         display: str | None = None,
         window: str | int = DEFAULT_WINDOW,
-        layout: Any = None,
+        layout: ViewLayout | None = None,
         game_log_path: str | Path | None = None,
         *,
         safety: SafetyConfig | None = None,
@@ -213,7 +225,7 @@ class X11Worker(Worker):
         if not self.display_name:
             raise WorkerError("no_display", "no X display: set DISPLAY or pass the display (e.g. ':0')")
         self.target = window
-        self._layout = layout
+        self._layout = layout if layout is not None else ViewLayout.named("full")
         self.game_log_path = Path(game_log_path) if game_log_path is not None else None
         self._closed = False
         self._conns: list[Display] = []
@@ -257,7 +269,7 @@ class X11Worker(Worker):
         self._watch_win = self._watch_conn.create_resource_object("window", self.window.id)
         self.watchdog = Watchdog(self.guard, focus_probe=self._watch_probe)
 
-        self.dispatch_log: collections.deque[tuple[str, int, int]] = collections.deque(maxlen=4096)
+        self.dispatch_log: collections.deque[Dispatched] = collections.deque(maxlen=4096)
         self._batches: queue.Queue[_Batch | None] = queue.Queue()
         self._dispatcher = threading.Thread(target=self._dispatch_loop, name="x11-apply", daemon=True)
 
@@ -287,6 +299,12 @@ class X11Worker(Worker):
 
     def _has_focus(self, conn: Display, win) -> bool:
         """Whether the X input focus is the game window or inside it (PointerRoot: the pointer is)."""
+        try:
+            return self._focus_walk(conn, win)
+        except _GONE:  # the game window, or the focused one, went away while we looked
+            return False
+
+    def _focus_walk(self, conn: Display, win) -> bool:
         focus = conn.get_input_focus().focus
         if focus == X.PointerRoot:
             reply = conn.screen().root.query_pointer()
@@ -314,7 +332,7 @@ class X11Worker(Worker):
         """The watchdog's look at the server: refresh the rectangle, and return the focus."""
         try:
             rect = self._read_rect(self._watch_conn, self._watch_win)
-        except xerror.BadWindow:
+        except _GONE:
             return False  # the game closed: no focus, so everything held is released
         self._update_rect(rect)
         return self._has_focus(self._watch_conn, self._watch_win)
@@ -335,11 +353,10 @@ class X11Worker(Worker):
         self.guard.touch()
         try:
             self._update_rect(self._read_rect(self._x, self._win))
-        except xerror.BadWindow:
+        except _GONE:
             raise WorkerError(
                 "window_gone", f"window {self.window.id:#x} is gone; start the game and open a new worker"
             ) from None
-        layout = self.layout
         return {
             "game": "x11",
             "size": [self._rect[2], self._rect[3]],
@@ -347,7 +364,7 @@ class X11Worker(Worker):
             "window": {"id": self.window.id, "name": self.window.name, "class": list(self.window.wm_class)},
             "origin": [self._rect[0], self._rect[1]],
             "display": self.display_name,
-            "layout": getattr(layout, "version", None),
+            "layout": self.layout.version,
         }
 
     def status(self) -> dict:
@@ -366,26 +383,19 @@ class X11Worker(Worker):
 
     def focus(self) -> bool:
         self.guard.touch()
-        try:
-            return self._has_focus(self._x, self._win)
-        except xerror.BadWindow:
-            return False
+        return self._has_focus(self._x, self._win)
 
     # --- capture ----------------------------------------------------------------------------------
 
     @property
-    def layout(self) -> Any:
-        if self._layout is None:
-            from hoi4_arena.screen.layout import DEFAULT_LAYOUT
-
-            self._layout = DEFAULT_LAYOUT
+    def layout(self) -> ViewLayout:
         return self._layout
 
     def grab(self) -> tuple[np.ndarray, CursorImage, int]:
         """The client area as (H, W, 3) RGB with the cursor drawn, the cursor reply, and the grab time."""
         try:
             self._update_rect(self._read_rect(self._x, self._win))
-        except xerror.BadWindow:
+        except _GONE:
             raise WorkerError("window_gone", f"window {self.window.id:#x} is gone") from None
         left, top, width, height = self._rect
         screen = self._x.screen()
@@ -427,9 +437,10 @@ class X11Worker(Worker):
         )
         capture = Capture(t_ns=t_ns, size=(height, width), pointer=pointer, focus=self.focus())
         if request.views:
-            from hoi4_arena.screen.views import compute_views
-
-            capture.views = compute_views(frame, pointer, self.layout)
+            try:
+                capture.views = compute_views(frame, pointer, self.layout)
+            except ValueError as error:  # a client too small for the layout
+                raise WorkerError("bad_size", str(error)) from None
         for name, (x, y, w, h) in request.regions.items():
             capture.regions[name] = frame[y : y + h, x : x + w].copy()
         if request.full:
@@ -510,7 +521,7 @@ class X11Worker(Worker):
                 self._send(event, left, top)
                 self.guard.note(event)
                 self._input.flush()
-                self.dispatch_log.append((event.kind, event.t_ns, time.monotonic_ns()))
+                self.dispatch_log.append(Dispatched(event.kind, event.t_ns, time.monotonic_ns(), batch.timed))
                 batch.applied += 1
         with self.guard.lock:
             self._input.sync()
@@ -574,7 +585,7 @@ class X11Worker(Worker):
         self.guard.touch()
         import psutil
 
-        lateness = sorted((sent - planned) / 1e6 for _, planned, sent in list(self.dispatch_log))
+        lateness = sorted((d.sent_ns - d.planned_ns) / 1e6 for d in list(self.dispatch_log) if d.timed)
         result: dict = {
             "worker": {"rss_mb": psutil.Process().memory_info().rss / 2**20},
             "apply_lateness_ms": {

@@ -49,14 +49,31 @@ class PatternApp:
         self.pid = ready["pid"]
         self.window = ready["window"]
 
+    def _lines(self) -> list[str]:
+        # The window may be halfway through writing a line: only complete lines count.
+        text = self.log.read_text()
+        return text[: text.rfind("\n") + 1].splitlines()
+
     def records(self, since: int = 0) -> list[dict]:
         """Every logged event from record index `since` on."""
-        lines = self.log.read_text().splitlines()
-        return [json.loads(line) for line in lines[since:] if line.strip()]
+        return [json.loads(line) for line in self._lines()[since:]]
 
     def mark(self) -> int:
         """The index the next event will have: pass it to `records` or `inputs` to see only newer ones."""
-        return len(self.log.read_text().splitlines())
+        return len(self._lines())
+
+    def settled_mark(self, quiet: float = 0.15, timeout: float = 5.0) -> int:
+        """`mark` once the log has not grown for `quiet` seconds (events of earlier steps all logged)."""
+        deadline = time.monotonic() + timeout
+        mark, still_since = self.mark(), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            now = self.mark()
+            if now != mark:
+                mark, still_since = now, time.monotonic()
+            elif time.monotonic() - still_since >= quiet:
+                return mark
+        raise TimeoutError(f"the pattern window kept logging for {timeout} s")
 
     def inputs(self, since: int = 0) -> list[dict]:
         """Only the input events (keys, buttons, wheel, motion), from `since` on."""

@@ -1,0 +1,129 @@
+"""The X11 worker around capture and input: finding the window, attach, game_log, telemetry, a window
+that goes away, and bad displays."""
+
+from __future__ import annotations
+
+import pytest
+from apps.target import PatternApp
+from Xlib import X
+from Xlib.display import Display
+
+from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.worker import CaptureRequest, WorkerError
+from hoi4_arena.screen.x11_worker import X11Worker, find_window
+from hoi4_arena.screen.xvfb import Xvfb
+
+pytestmark = pytest.mark.x11
+
+
+@pytest.fixture(scope="module")
+def server():
+    with Xvfb() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def app(server, tmp_path_factory):
+    log = tmp_path_factory.mktemp("app") / "events.jsonl"
+    with PatternApp(server.display, log, title="Arena Pattern Window") as running:
+        yield running
+
+
+@pytest.fixture
+def xconn(server):
+    conn = Display(server.display)
+    yield conn
+    conn.close()
+
+
+def test_find_window_by_pid_title_class_and_part_of_the_title(xconn, app) -> None:
+    for target in (app.pid, "Arena Pattern Window", "arena pattern window", "pattern_window.py", "Pattern Win"):
+        found = find_window(xconn, target)
+        assert found.id == app.window, target
+    found = find_window(xconn, app.pid)
+    assert (found.name, found.pid) == ("Arena Pattern Window", app.pid)
+
+
+def test_exact_names_win_over_partial_ones(xconn, app, server, tmp_path) -> None:
+    with PatternApp(server.display, tmp_path / "second.jsonl", title="Arena Pattern Window 2") as second:
+        assert find_window(xconn, "Arena Pattern Window").id == app.window
+        assert find_window(xconn, "Arena Pattern Window 2").id == second.window
+        assert find_window(xconn, second.pid).id == second.window
+
+
+def test_unmapped_and_missing_windows_are_not_found(xconn, app) -> None:
+    screen = xconn.screen()
+    hidden = screen.root.create_window(0, 0, 10, 10, 0, screen.root_depth, X.InputOutput)
+    hidden.set_wm_name("hidden one")
+    xconn.sync()
+    with pytest.raises(WorkerError) as error:
+        find_window(xconn, "hidden one")
+    assert error.value.code == "no_window"
+    assert "'Arena Pattern Window'" in error.value.message  # it lists what is there
+    with pytest.raises(WorkerError):
+        find_window(xconn, 999_999)
+
+
+def test_attach_reports_the_window_and_layout(server, app) -> None:
+    with X11Worker(server.display, window=app.pid, listen=False) as worker:
+        info = worker.attach()
+    assert info["game"] == "x11" and info["pid"] == app.pid
+    assert info["size"] == [640, 360] and info["window"]["id"] == app.window
+    assert info["layout"].startswith("views1-g256x448")
+    assert info["origin"] == [640, 360]  # SDL centres it on the 1920x1080 screen
+
+
+def test_bad_display_and_missing_window_are_clear_errors(server, app) -> None:
+    with pytest.raises(WorkerError) as error:
+        X11Worker(":987", window=app.pid)
+    assert error.value.code == "no_display"
+    with pytest.raises(WorkerError) as error:
+        X11Worker(server.display, window="no such game")
+    assert error.value.code == "no_window"
+
+
+def test_game_log_tails_complete_lines_and_follows_a_restart(server, app, tmp_path) -> None:
+    path = tmp_path / "game.log"
+    with X11Worker(server.display, window=app.pid, game_log_path=path, listen=False) as worker:
+        assert worker.game_log(0) == ([], 0)  # no file yet
+        path.write_bytes(b"ARENA start day=0\nARENA player tag=BLU\nARENA dai")
+        lines, offset = worker.game_log(0)
+        assert lines == ["ARENA start day=0", "ARENA player tag=BLU"] and offset == 39
+        with open(path, "ab") as handle:
+            handle.write(b"ly day=1\n")
+        assert worker.game_log(offset) == (["ARENA daily day=1"], 57)
+        assert worker.game_log(57) == ([], 57)
+        path.write_bytes(b"new game\n")  # the game started again and rewrote its log
+        assert worker.game_log(57) == (["new game"], 9)
+        with pytest.raises(WorkerError):
+            worker.game_log(-1)
+
+
+def test_telemetry_measures_the_game_process(server, app) -> None:
+    with X11Worker(server.display, window=app.pid, listen=False) as worker:
+        telemetry = worker.telemetry()
+    assert telemetry["game"]["pid"] == app.pid and telemetry["game"]["rss_mb"] > 0
+    assert telemetry["apply_lateness_ms"]["count"] == 0
+
+
+def test_a_window_that_goes_away_stops_capture_and_input(server, xconn, tmp_path) -> None:
+    with PatternApp(server.display, tmp_path / "short.jsonl", title="short lived") as short:
+        short_window = xconn.create_resource_object("window", short.window)
+        short_window.set_input_focus(X.RevertToParent, X.CurrentTime)
+        xconn.sync()
+        worker = X11Worker(server.display, window="short lived")
+        try:
+            worker.arm("match")
+            worker.apply([InputEvent(0, "move", 3, 3), InputEvent(0, "key_down", key=ord("Q"))])
+            short.stop()
+            with pytest.raises(WorkerError) as error:
+                worker.capture(CaptureRequest(views=False))
+            assert error.value.code == "window_gone"
+            with pytest.raises(WorkerError) as error:
+                worker.apply([InputEvent(0, "key_down", key=ord("Q"))])
+            assert error.value.code == "no_focus"
+            assert worker.status()["held"] == []
+            keymap = xconn.query_keymap()
+            assert not any(keymap), "the held key was released"
+        finally:
+            worker.close()
