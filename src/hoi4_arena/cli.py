@@ -156,6 +156,101 @@ def probe_command(
     print_json(run_probe(config))
 
 
+# --- maps and the simulator's world -------------------------------------------------------------
+
+
+@app.command("preview-map")
+def preview_map_command(
+    arena: Annotated[str, typer.Argument(help="Preset name, preset:seed (e.g. river:3), or a map folder.")],
+    out: Annotated[Path, typer.Argument(help="PNG file to write.")],
+    scale: Annotated[
+        float, typer.Option("--scale", help="Picture size relative to the raster (0.1..2).")
+    ] = 0.5,
+) -> None:
+    """Draw an arena map: terrain, rivers, states, cities with victory points, railway, the mirror centre."""
+    from hoi4_arena.maps import load_arena
+    from hoi4_arena.maps.preview import save_preview
+    from hoi4_arena.terminal import print_json
+
+    if not 0.1 <= scale <= 2.0:
+        raise UserError(f"--scale must be within 0.1..2, not {scale}")
+    if out.suffix.lower() != ".png":
+        raise UserError(f"{out} must end in .png")
+    print_json(save_preview(load_arena(arena), out, scale))
+
+
+@app.command("make-map")
+def make_map_command(
+    arena: Annotated[str, typer.Argument(help="Preset name, preset:seed (e.g. ford:2), or a map folder.")],
+    out: Annotated[
+        Path, typer.Argument(help="Folder to write (raster.png + map.json); must be empty or new.")
+    ],
+) -> None:
+    """Write an arena map as a shareable folder (16-bit raster PNG + JSON), checked on the way."""
+    from hoi4_arena.maps import ArenaMap, load_arena
+    from hoi4_arena.terminal import print_json
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UserError(f"{out} exists and is not an empty folder")
+    arena_map = load_arena(arena)
+    arena_map.save(out)
+    ArenaMap.load(out)  # what was written passes every invariant
+    print_json({"out": str(out), **arena_map.summary()})
+
+
+@app.command("sim-run")
+def sim_run_command(
+    preset: Annotated[
+        str, typer.Option("--preset", help="Preset name, preset:seed, or a map folder.")
+    ] = "plains",
+    seed: Annotated[
+        int, typer.Option("--seed", help="World seed; also the map's seed unless --preset names one.")
+    ] = 0,
+    ai: Annotated[
+        str, typer.Option("--ai", help="Sides the game's AI plays: both, BLU, RED or none.")
+    ] = "both",
+    rush: Annotated[
+        str, typer.Option("--rush", help="Side the scripted concentrated offensive plays: BLU, RED or none.")
+    ] = "none",
+    days: Annotated[int, typer.Option("--days", help="Time limit in game days (a draw when reached).")] = 365,
+    declarer: Annotated[str, typer.Option("--declarer", help="Who declares war: BLU, RED or coin.")] = "coin",
+    ai_strength: Annotated[float, typer.Option("--ai-strength", help="The AI's strength, 0..1.")] = 0.5,
+    userdir: Annotated[
+        Path | None, typer.Option("--userdir", help="Write the ARENA log to USERDIR/logs/game.log.")
+    ] = None,
+    save_map: Annotated[
+        Path | None, typer.Option("--save-map", help="Also save the map folder here.")
+    ] = None,
+) -> None:
+    """Play one headless game (AI vs AI by default) to the end and print the outcome."""
+    from hoi4_arena.maps import load_arena
+    from hoi4_arena.sim.run import GameConfig, run_game
+    from hoi4_arena.terminal import print_json
+
+    sides = {"both": ("BLU", "RED"), "none": (), "BLU": ("BLU",), "RED": ("RED",)}
+    if ai not in sides or rush not in ("BLU", "RED", "none"):
+        raise UserError("--ai is both, BLU, RED or none; --rush is BLU, RED or none")
+    if rush in sides[ai]:
+        raise UserError(f"{rush} cannot be played by both the AI and the rush plan")
+    players = {t: "ai" if t in sides[ai] else "rush" if t == rush else "idle" for t in ("BLU", "RED")}
+    spec = preset if (":" in preset or Path(preset).is_dir()) else f"{preset}:{seed}"
+    config = GameConfig(
+        arena=spec,
+        seed=seed,
+        blu=players["BLU"],
+        red=players["RED"],
+        declarer=declarer,
+        days=days,
+        ai_strength=ai_strength,
+    )
+    arena_map = load_arena(spec)
+    if save_map is not None:
+        arena_map.save(save_map)
+    log_path = userdir / "logs" / "game.log" if userdir is not None else None
+    result = run_game(config, arena=arena_map, log_path=log_path)
+    print_json(result | {"log": str(log_path) if log_path else None})
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:
