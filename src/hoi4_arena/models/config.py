@@ -194,6 +194,10 @@ class PolicyConfig:
             raise ValueError(f"width must be a multiple of 4 (group norm uses 4 groups), got {self.width}")
         if self.cells < 2 or self.cells % 2:
             raise ValueError(f"cells must be even (each quadrant holds cells/2 x cells/2), got {self.cells}")
+        from hoi4_arena.screen.lattice import LATTICE
+
+        if LATTICE % self.cells:
+            raise ValueError(f"cells must divide the {LATTICE}-unit pointer lattice, got {self.cells}")
         if self.speeds < 1:
             raise ValueError(f"speeds must be >= 1, got {self.speeds}")
 
