@@ -1,0 +1,710 @@
+"""The worker protocol: any `Worker` served over a byte stream, and a client that is itself a `Worker`.
+
+Framing, in both directions: one message is one JSON header line (UTF-8, at most 64 KiB with its
+newline) optionally followed by raw payload bytes, as many as the header's `"bytes"` says (at most
+64 MiB). Arrays travel as raw bytes: the header's `"arrays"` lists `{"name", "dtype", "shape"}` in
+payload order (C order, little-endian). NaN and Infinity are refused in headers (strict JSON).
+
+    request: {"op": "capture", "id": 7, "views": true, "full": false, "regions": {}}
+    reply:   {"id": 7, "ok": true, "result": {...}, "bytes": N, "arrays": [...]} + N bytes
+    error:   {"id": 7, "ok": false, "error": {"code": "unknown_op", "message": "..."}}
+
+The first request must be `attach` with `"protocol": PROTOCOL_VERSION`; a client of another version is
+refused. Ops: attach, status, capture, arm, disarm, apply, release, focus, events, game_log, pointer,
+telemetry, now, wait_until, close. A malformed line, an oversized header or payload, an unknown op or bad
+parameters get an error reply and the server keeps serving; a refused apply applies nothing (the worker
+checks the whole batch first). When the client disconnects, the server releases every held key and
+button. An observer connection (`serve(..., observer=True)`) may only attach, read status, capture and
+read telemetry; its `close` ends the connection, not the worker.
+
+Transports: `serve(worker, rfile, wfile)` works on any pair of binary streams (a socket's makefile,
+pipes); `spawn_stdio_worker(argv)` starts a subprocess that serves a worker on its stdin/stdout (see
+`serve_stdio` and this module's command line) and returns its client.
+
+Try: python -m hoi4_arena.screen.protocol --help
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.worker import ARM_MODES, Capture, CaptureRequest, Worker, WorkerError
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+MAX_HEADER = 64 * 1024
+MAX_PAYLOAD = 64 * 1024 * 1024
+OPS = (
+    "attach",
+    "status",
+    "capture",
+    "arm",
+    "disarm",
+    "apply",
+    "release",
+    "focus",
+    "events",
+    "game_log",
+    "pointer",
+    "telemetry",
+    "now",
+    "wait_until",
+    "close",
+)
+OBSERVER_OPS = frozenset({"attach", "status", "capture", "telemetry", "close"})
+ARRAY_DTYPES = frozenset({"uint8", "int8", "uint16", "int16", "int32", "int64", "float32", "float64", "bool"})
+_CHUNK = 1 << 20
+
+
+class ProtocolError(WorkerError):
+    """A framing or protocol violation: bad header, oversized message, lost connection, wrong reply."""
+
+    def __init__(self, code: str, message: str, request_id: Any = None) -> None:
+        super().__init__(code, message)
+        self.request_id = request_id
+
+
+# --- framing ----------------------------------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not allowed (strict JSON: no NaN or Infinity)")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    if hasattr(value, "__fspath__"):
+        return os.fspath(value)
+    raise TypeError(f"cannot send {type(value).__name__} in a header")
+
+
+def _finite(value: Any) -> Any:
+    # Workers' telemetry may hold NaN (e.g. a rate before any sample); strict JSON gets null instead.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def encode_message(
+    header: dict,
+    arrays: dict[str, np.ndarray] | None = None,
+    *,
+    max_header: int = MAX_HEADER,
+    max_payload: int = MAX_PAYLOAD,
+) -> list[bytes | memoryview]:
+    """The wire form of one message: its header line, then each array's bytes."""
+    header = dict(header)
+    parts: list[bytes | memoryview] = []
+    if arrays:
+        specs, total = [], 0
+        for name, array in arrays.items():
+            array = np.ascontiguousarray(array)
+            if array.dtype.name not in ARRAY_DTYPES:
+                raise ProtocolError(
+                    "bad_payload", f"array {name!r} has dtype {array.dtype}, not one the protocol carries"
+                )
+            if array.dtype.byteorder == ">":
+                array = array.astype(array.dtype.newbyteorder("<"))
+            specs.append({"name": name, "dtype": array.dtype.name, "shape": list(array.shape)})
+            parts.append(memoryview(array.reshape(-1).view(np.uint8)))
+            total += array.nbytes
+        if total > max_payload:
+            raise ProtocolError(
+                "payload_too_large", f"payload of {total} bytes exceeds the {max_payload}-byte limit"
+            )
+        header["arrays"] = specs
+        header["bytes"] = total
+    try:
+        line = (
+            json.dumps(header, allow_nan=False, separators=(",", ":"), default=_json_default).encode() + b"\n"
+        )
+    except ValueError as error:
+        raise ProtocolError("bad_request", f"cannot send a header with {error}") from None
+    if len(line) > max_header:
+        raise ProtocolError(
+            "header_too_large", f"header of {len(line)} bytes exceeds the {max_header}-byte limit"
+        )
+    return [line, *parts]
+
+
+def write_message(
+    wfile: BinaryIO, header: dict, arrays: dict[str, np.ndarray] | None = None, **limits: int
+) -> None:
+    """Write one message and flush."""
+    for part in encode_message(header, arrays, **limits):
+        wfile.write(part)
+    wfile.flush()
+
+
+def _discard(rfile: BinaryIO, n: int) -> bool:
+    """Read and drop n bytes; False if the stream ended first."""
+    while n > 0:
+        chunk = rfile.read(min(n, _CHUNK))
+        if not chunk:
+            return False
+        n -= len(chunk)
+    return True
+
+
+def _read_exact(rfile: BinaryIO, n: int) -> bytearray | None:
+    buffer = bytearray(n)
+    view = memoryview(buffer)
+    got = 0
+    while got < n:
+        chunk = rfile.readinto(view[got:])
+        if not chunk:
+            return None
+        got += chunk
+    return buffer
+
+
+def read_message(
+    rfile: BinaryIO, *, max_header: int = MAX_HEADER, max_payload: int = MAX_PAYLOAD
+) -> tuple[dict, dict[str, np.ndarray]] | None:
+    """Read one message: (header, arrays), or None at the end of the stream.
+
+    Raises ProtocolError for a bad message after consuming it whole (the stream stays in step), or
+    with code 'disconnected' when the stream ends inside a message.
+    """
+    line = rfile.readline(max_header + 1)
+    if not line:
+        return None
+    if not line.endswith(b"\n"):
+        if len(line) <= max_header:
+            raise ProtocolError("disconnected", "the stream ended inside a header line")
+        while not line.endswith(b"\n"):  # skip the rest of the oversized line to stay in step
+            line = rfile.readline(_CHUNK)
+            if not line:
+                raise ProtocolError("disconnected", "the stream ended inside an oversized header line")
+        raise ProtocolError("header_too_large", f"header line longer than {max_header} bytes")
+    try:
+        header = json.loads(line.decode("utf-8"), parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ProtocolError("malformed", f"not a JSON header line: {error}") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("malformed", f"a header must be a JSON object, got {type(header).__name__}")
+    request_id = header.get("id")
+    size = header.get("bytes", 0)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        # Without a trustworthy size the payload cannot be skipped: the peer is out of step for good.
+        raise ProtocolError("malformed", f"'bytes' must be a non-negative int, got {size!r}", request_id)
+    if size > max_payload:
+        if not _discard(rfile, size):
+            raise ProtocolError("disconnected", "the stream ended inside an oversized payload", request_id)
+        raise ProtocolError(
+            "payload_too_large", f"payload of {size} bytes exceeds the {max_payload}-byte limit", request_id
+        )
+    payload = _read_exact(rfile, size) if size else bytearray()
+    if payload is None:
+        raise ProtocolError("disconnected", f"the stream ended inside a {size}-byte payload", request_id)
+    return header, _decode_arrays(header, payload, request_id)
+
+
+def _decode_arrays(header: dict, payload: bytearray, request_id: Any) -> dict[str, np.ndarray]:
+    specs = header.get("arrays", [])
+    if not isinstance(specs, list):
+        raise ProtocolError("bad_payload", "'arrays' must be a list", request_id)
+    arrays, offset = {}, 0
+    for spec in specs:
+        try:
+            name, dtype, shape = spec["name"], spec["dtype"], spec["shape"]
+            if not isinstance(name, str) or dtype not in ARRAY_DTYPES:
+                raise ValueError(f"array {name!r} has dtype {dtype!r}")
+            if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+                raise ValueError(f"array {name!r} has shape {shape!r}")
+            dt = np.dtype(dtype).newbyteorder("<")
+            nbytes = dt.itemsize * math.prod(shape)
+            if offset + nbytes > len(payload):
+                raise ValueError(f"array {name!r} runs past the {len(payload)}-byte payload")
+        except (KeyError, TypeError, ValueError) as error:
+            raise ProtocolError("bad_payload", f"bad array description: {error}", request_id) from None
+        arrays[name] = np.frombuffer(payload, dtype=dt, count=math.prod(shape), offset=offset).reshape(shape)
+        offset += nbytes
+    if offset != len(payload):
+        raise ProtocolError(
+            "bad_payload", f"{len(payload) - offset} payload bytes are not described", request_id
+        )
+    return arrays
+
+
+# --- server -----------------------------------------------------------------------------------------
+
+
+def _error(request_id: Any, code: str, message: str) -> dict:
+    return {"id": request_id, "ok": False, "error": {"code": code, "message": message}}
+
+
+def _bool(params: dict, key: str, default: bool) -> bool:
+    value = params.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"{key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _int(params: dict, key: str, default: int | None = None) -> int:
+    value = params.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{key!r} must be an integer, got {value!r}")
+    return value
+
+
+class _Session:
+    """One connection's state and its op handlers (pure: no streams here)."""
+
+    def __init__(self, worker: Worker, observer: bool) -> None:
+        self.worker = worker
+        self.observer = observer
+        self.attached = False
+
+    def handle(self, header: dict, arrays: dict[str, np.ndarray]) -> tuple[dict, dict | None, bool]:
+        """(reply header, reply arrays, stop) for one request."""
+        request_id = header.get("id")
+        if not (isinstance(request_id, str | int) and not isinstance(request_id, bool)):
+            return (
+                _error(None, "bad_request", f"a request needs an integer or string 'id', got {request_id!r}"),
+                None,
+                False,
+            )
+        op = header.get("op")
+        if op not in OPS:
+            return (
+                _error(request_id, "unknown_op", f"unknown op {op!r}; known ops: {', '.join(OPS)}"),
+                None,
+                False,
+            )
+        if self.observer and op not in OBSERVER_OPS:
+            message = (
+                f"{op} refused: this is a read-only observer connection ({', '.join(sorted(OBSERVER_OPS))})"
+            )
+            return _error(request_id, "observer", message), None, False
+        if not self.attached and op not in ("attach", "close"):
+            return (
+                _error(request_id, "not_attached", f"send attach (protocol {PROTOCOL_VERSION}) before {op}"),
+                None,
+                False,
+            )
+        params = {k: v for k, v in header.items() if k not in ("op", "id", "bytes", "arrays")}
+        try:
+            result, reply_arrays = getattr(self, f"op_{op}")(params)
+        except WorkerError as error:
+            return _error(request_id, error.code, error.message), None, False
+        except (ValueError, TypeError, KeyError) as error:
+            return _error(request_id, "bad_request", f"bad {op} request: {error}"), None, False
+        except Exception as error:  # a worker bug must not take the connection down with it
+            log.exception("worker failed on %s", op)
+            return (
+                _error(request_id, "internal", f"{op} failed: {type(error).__name__}: {error}"),
+                None,
+                False,
+            )
+        reply = {"id": request_id, "ok": True, "result": _finite(result)}
+        return reply, reply_arrays, op == "close"
+
+    # Each handler returns (result, arrays or None).
+
+    def op_attach(self, params: dict):
+        version = _int(params, "protocol")
+        if version != PROTOCOL_VERSION:
+            raise WorkerError(
+                "protocol_mismatch",
+                f"the client speaks protocol {version}, this worker speaks {PROTOCOL_VERSION}; update one of them",
+            )
+        result = dict(self.worker.attach())
+        result.update(protocol=PROTOCOL_VERSION, observer=self.observer)
+        self.attached = True
+        return result, None
+
+    def op_status(self, params: dict):
+        return self.worker.status(), None
+
+    def op_capture(self, params: dict):
+        regions = params.get("regions", {})
+        if not isinstance(regions, dict):
+            raise ValueError("'regions' must be an object of name -> [x, y, w, h]")
+        boxes = {}
+        for name, box in regions.items():
+            if not (isinstance(box, list) and len(box) == 4 and all(isinstance(v, int) for v in box)):
+                raise ValueError(f"region {name!r} must be [x, y, w, h] integers, got {box!r}")
+            boxes[name] = tuple(box)
+        request = CaptureRequest(
+            views=_bool(params, "views", True), full=_bool(params, "full", False), regions=boxes
+        )
+        capture = self.worker.capture(request)
+        arrays = {}
+        if capture.frame is not None:
+            arrays["frame"] = capture.frame
+        arrays.update({f"views/{name}": view for name, view in capture.views.items()})
+        arrays.update({f"regions/{name}": crop for name, crop in capture.regions.items()})
+        h, w = capture.size
+        result = {
+            "t_ns": capture.t_ns,
+            "size": [w, h],
+            "pointer": list(capture.pointer),
+            "focus": capture.focus,
+        }
+        return result, arrays
+
+    def op_arm(self, params: dict):
+        mode = params.get("mode")
+        if mode not in ARM_MODES:
+            raise ValueError(f"mode must be one of {', '.join(ARM_MODES)}, got {mode!r}")
+        self.worker.arm(mode)
+        return {}, None
+
+    def op_disarm(self, params: dict):
+        self.worker.disarm()
+        return {}, None
+
+    def op_apply(self, params: dict):
+        raw = params.get("events")
+        if not isinstance(raw, list):
+            raise ValueError("'events' must be a list of event objects")
+        events = []
+        for i, data in enumerate(raw):
+            if not isinstance(data, dict):
+                raise ValueError(f"event {i} is not an object")
+            try:
+                events.append(InputEvent.from_dict(data))
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"event {i}: {error}") from None
+        return self.worker.apply(events, timed=_bool(params, "timed", False)) or {}, None
+
+    def op_release(self, params: dict):
+        self.worker.release()
+        return {}, None
+
+    def op_focus(self, params: dict):
+        return {"focus": bool(self.worker.focus())}, None
+
+    def op_events(self, params: dict):
+        return {"events": [event.to_dict() for event in self.worker.events()]}, None
+
+    def op_game_log(self, params: dict):
+        offset = _int(params, "offset", 0)
+        if offset < 0:
+            raise ValueError(f"'offset' must be >= 0, got {offset}")
+        lines, end = self.worker.game_log(offset)
+        return {"lines": list(lines), "offset": end}, None
+
+    def op_pointer(self, params: dict):
+        image, hotspot = self.worker.pointer_image()
+        return {"hotspot": list(hotspot)}, {"image": image}
+
+    def op_telemetry(self, params: dict):
+        return self.worker.telemetry(), None
+
+    def op_now(self, params: dict):
+        return {"t_ns": self.worker.now_ns()}, None
+
+    def op_wait_until(self, params: dict):
+        self.worker.wait_until(_int(params, "t_ns"))
+        return {}, None
+
+    def op_close(self, params: dict):
+        if not self.observer and self.attached:
+            self.worker.close()
+        return {}, None
+
+
+def serve(
+    worker: Worker,
+    rfile: BinaryIO,
+    wfile: BinaryIO,
+    *,
+    observer: bool = False,
+    max_header: int = MAX_HEADER,
+    max_payload: int = MAX_PAYLOAD,
+) -> bool:
+    """Serve `worker` on one connection until `close` or the end of the stream.
+
+    Requests are handled one at a time, in order. On a disconnect (not after `close`) every held key
+    and button is released, unless this is an observer connection, which holds nothing. Returns True
+    when the client closed the worker, False when the connection ended without `close`.
+    """
+    session = _Session(worker, observer)
+    closed = False
+    try:
+        while True:
+            try:
+                message = read_message(rfile, max_header=max_header, max_payload=max_payload)
+            except ProtocolError as error:
+                if error.code == "disconnected":
+                    log.info("client disconnected: %s", error.message)
+                    break
+                reply, reply_arrays, stop = _error(error.request_id, error.code, error.message), None, False
+            except OSError as error:
+                log.info("connection lost: %s", error)
+                break
+            else:
+                if message is None:
+                    break
+                reply, reply_arrays, stop = session.handle(*message)
+            try:
+                try:
+                    parts = encode_message(
+                        reply, reply_arrays, max_header=max_header, max_payload=max_payload
+                    )
+                except ProtocolError as error:
+                    parts = encode_message(_error(reply.get("id"), error.code, error.message))
+                for part in parts:
+                    wfile.write(part)
+                wfile.flush()
+            except OSError as error:
+                log.info("connection lost while replying: %s", error)
+                break
+            if stop:
+                closed = True
+                break
+    finally:
+        if not closed and not observer:
+            try:
+                worker.release()
+            except Exception:
+                log.exception("releasing held input after a disconnect failed")
+    return closed
+
+
+# --- client -----------------------------------------------------------------------------------------
+
+
+class ProtocolClient(Worker):
+    """A `Worker` on the other end of a byte stream: each method is one request and its reply.
+
+    Thread-safe: one request is in flight at a time. Worker refusals raise `WorkerError` with the
+    worker's code; a lost connection or a reply out of step raises `ProtocolError`.
+    """
+
+    def __init__(
+        self,
+        rfile: BinaryIO,
+        wfile: BinaryIO,
+        *,
+        max_header: int = MAX_HEADER,
+        max_payload: int = MAX_PAYLOAD,
+    ) -> None:
+        self._rfile = rfile
+        self._wfile = wfile
+        self._limits = {"max_header": max_header, "max_payload": max_payload}
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._closed = False
+        self.info: dict = {}
+        """What `attach` reported."""
+
+    def request(self, op: str, **params: Any) -> tuple[dict, dict[str, np.ndarray]]:
+        """Send one request and return its (result, arrays), or raise its error."""
+        with self._lock:
+            if self._closed:
+                raise ProtocolError("disconnected", "this client is closed")
+            self._next_id += 1
+            request_id = self._next_id
+            try:
+                write_message(self._wfile, {"op": op, "id": request_id, **params}, **self._limits)
+                message = read_message(self._rfile, **self._limits)
+            except OSError as error:
+                raise ProtocolError("disconnected", f"the worker connection broke: {error}") from None
+            if message is None:
+                raise ProtocolError("disconnected", f"the worker closed the connection (during {op})")
+            header, arrays = message
+            if header.get("id") != request_id:
+                raise ProtocolError(
+                    "protocol", f"reply id {header.get('id')!r} does not match request {request_id}"
+                )
+            if header.get("ok") is not True:
+                error = header.get("error") or {}
+                raise WorkerError(
+                    str(error.get("code", "error")), str(error.get("message", "the worker refused"))
+                )
+            result = header.get("result", {})
+            return (result if isinstance(result, dict) else {}), arrays
+
+    def attach(self) -> dict:
+        self.info, _ = self.request("attach", protocol=PROTOCOL_VERSION)
+        return self.info
+
+    def status(self) -> dict:
+        return self.request("status")[0]
+
+    def capture(self, request: CaptureRequest | None = None) -> Capture:
+        request = request or CaptureRequest()
+        regions = {name: [int(v) for v in box] for name, box in request.regions.items()}
+        result, arrays = self.request("capture", views=request.views, full=request.full, regions=regions)
+        w, h = result["size"]
+        return Capture(
+            t_ns=int(result["t_ns"]),
+            size=(int(h), int(w)),
+            pointer=(int(result["pointer"][0]), int(result["pointer"][1])),
+            focus=bool(result["focus"]),
+            frame=arrays.get("frame"),
+            views={k.removeprefix("views/"): v for k, v in arrays.items() if k.startswith("views/")},
+            regions={k.removeprefix("regions/"): v for k, v in arrays.items() if k.startswith("regions/")},
+        )
+
+    def arm(self, mode: str) -> None:
+        self.request("arm", mode=mode)
+
+    def disarm(self) -> None:
+        self.request("disarm")
+
+    def apply(self, events: list[InputEvent], timed: bool = False) -> dict:
+        return self.request("apply", events=[event.to_dict() for event in events], timed=timed)[0]
+
+    def release(self) -> None:
+        self.request("release")
+
+    def focus(self) -> bool:
+        return bool(self.request("focus")[0]["focus"])
+
+    def events(self) -> list[InputEvent]:
+        return [InputEvent.from_dict(data) for data in self.request("events")[0]["events"]]
+
+    def game_log(self, offset: int = 0) -> tuple[list[str], int]:
+        result = self.request("game_log", offset=int(offset))[0]
+        return list(result["lines"]), int(result["offset"])
+
+    def pointer_image(self) -> tuple[np.ndarray, tuple[int, int]]:
+        result, arrays = self.request("pointer")
+        return arrays["image"], (int(result["hotspot"][0]), int(result["hotspot"][1]))
+
+    def now_ns(self) -> int:
+        return int(self.request("now")[0]["t_ns"])
+
+    def wait_until(self, t_ns: int) -> None:
+        self.request("wait_until", t_ns=int(t_ns))
+
+    def telemetry(self) -> dict:
+        return self.request("telemetry")[0]
+
+    def close(self) -> None:
+        """Ask the worker to close (an observer: to end the connection); idempotent."""
+        if self._closed:
+            return
+        try:
+            self.request("close")
+        except ProtocolError:
+            pass  # already gone: nothing is held on a closed connection (the server released it)
+        finally:
+            self._closed = True
+
+
+# --- stdio transport ----------------------------------------------------------------------------------
+
+
+class StdioWorkerClient(ProtocolClient):
+    """The client of a worker served by a subprocess on its stdin/stdout (`spawn_stdio_worker`)."""
+
+    def __init__(self, process: subprocess.Popen, **limits: int) -> None:
+        super().__init__(process.stdout, process.stdin, **limits)
+        self.process = process
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Close the worker, then wait for the subprocess (terminate, then kill, if it lingers)."""
+        try:
+            super().close()
+        finally:
+            for stream in (self.process.stdin, self.process.stdout):
+                with contextlib.suppress(OSError):
+                    stream.close()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout=2.0)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+
+
+def spawn_stdio_worker(
+    argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None, **limits: int
+) -> StdioWorkerClient:
+    """Start `argv` (a program that calls `serve_stdio`) and return its client; call `attach` next.
+
+    Its stderr is inherited, so its logs reach this process's stderr.
+    """
+    process = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
+    return StdioWorkerClient(process, **limits)
+
+
+def serve_stdio(worker: Worker, *, observer: bool = False) -> bool:
+    """Serve `worker` on this process's stdin/stdout until close or end of input (see `serve`).
+
+    The protocol gets a private duplicate of stdout and file descriptor 1 is pointed at stderr, so
+    nothing the worker or a library prints (from Python or C) can corrupt the stream.
+    """
+    sys.stdout.flush()
+    protocol_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        return serve(worker, sys.stdin.buffer, protocol_out, observer=observer)
+    finally:
+        protocol_out.close()
+
+
+def load_factory(spec: str) -> Callable[..., Worker]:
+    """'package.module:Name' -> the callable that makes the worker."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"a worker factory is 'module:callable', got {spec!r}")
+    factory = getattr(importlib.import_module(module_name), attribute, None)
+    if not callable(factory):
+        raise ValueError(f"{spec!r} is not a callable")
+    return factory
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: build a worker from a factory and serve it on stdio."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m hoi4_arena.screen.protocol",
+        description="Serve a worker on stdin/stdout with the worker protocol (for spawn_stdio_worker).",
+    )
+    parser.add_argument("factory", help="module:callable that returns a Worker, e.g. pkg.mod:MyWorker")
+    parser.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the factory")
+    parser.add_argument("--observer", action="store_true", help="read-only: refuse every input op")
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="worker: %(message)s")
+    try:
+        kwargs = json.loads(args.kwargs, parse_constant=_refuse_constant)
+        if not isinstance(kwargs, dict):
+            raise ValueError("--kwargs must be a JSON object")
+        worker = load_factory(args.factory)(**kwargs)
+    except (ValueError, ImportError, TypeError) as error:
+        parser.exit(2, f"error: {error}\n")
+    closed = False
+    try:
+        closed = serve_stdio(worker, observer=args.observer)
+    finally:
+        if not closed:
+            worker.close()
+
+
+if __name__ == "__main__":
+    main()
