@@ -1,0 +1,47 @@
+import json
+import subprocess
+import sys
+
+from hoi4_arena.gamelog import ArenaState
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hoi4_arena.cli", *args], capture_output=True, text=True)
+
+
+def test_sim_run_plays_a_game_and_writes_the_log(tmp_path) -> None:
+    out = _cli(
+        "sim-run",
+        "--preset",
+        "river",
+        "--seed",
+        "3",
+        "--ai",
+        "both",
+        "--days",
+        "200",
+        "--userdir",
+        str(tmp_path),
+        "--save-map",
+        str(tmp_path / "map"),
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["arena"] == "river" and result["map_seed"] == 3 and result["declarer"] in ("BLU", "RED")
+    assert result["days"] <= 200 and result["result"] in ("capitulation", "timeout")
+    lines = (tmp_path / "logs" / "game.log").read_text().splitlines()
+    state = ArenaState.from_lines(lines)
+    assert state.winner == result["winner"] and state.sides["BLU"].player == "ai"
+    assert (tmp_path / "map" / "raster.png").is_file()
+
+
+def test_sim_run_refuses_bad_input_with_a_message() -> None:
+    for args in (
+        ("--preset", "volcano"),
+        ("--ai", "all"),
+        ("--declarer", "GRN"),
+        ("--ai", "BLU", "--rush", "BLU"),
+        ("--days", "0"),
+    ):
+        out = _cli("sim-run", *args)
+        assert out.returncode == 2 and "Traceback" not in out.stderr and "error" in out.stderr, args
