@@ -98,6 +98,39 @@ def win_rate_command(
             stderr.print(f"plot: {plot_path}")
 
 
+# --- sessions -----------------------------------------------------------------------------------
+
+
+@app.command("check-session")
+def check_session_command(
+    folders: Annotated[list[Path], typer.Argument(help="Session folders to check.")],
+) -> None:
+    """Check recorded sessions without decoding their video; exit 1 if any fails."""
+    from hoi4_arena.sessions.check import check_sessions, verdict_line
+    from hoi4_arena.terminal import print_json, stderr
+
+    reports, passed = check_sessions(folders)
+    for report in reports:
+        stderr.print(verdict_line(report), highlight=False)
+    print_json({"passed": passed, "sessions": reports})
+    if not passed:
+        raise typer.Exit(1)
+
+
+@app.command("salvage")
+def salvage_command(
+    folder: Annotated[Path, typer.Argument(help="The session folder a killed recorder left.")],
+    undo: Annotated[
+        bool, typer.Option("--undo", help="Put back exactly what an earlier salvage replaced.")
+    ] = False,
+) -> None:
+    """Finish a recording whose recorder was killed, up to the last frame its video holds (backup kept)."""
+    from hoi4_arena.sessions.salvage import salvage
+    from hoi4_arena.terminal import print_json
+
+    print_json(salvage(folder, undo=undo))
+
+
 # --- screen: the X11 game's capture and probe ---------------------------------------------------
 
 

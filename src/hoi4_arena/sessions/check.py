@@ -1,0 +1,145 @@
+"""check-session: is a session folder sound, without decoding its video?
+
+Checks the manifest (schema, a known game speed), the frame log against the video (packets counted by
+demuxing, nothing decoded), monotonic frame and input times, inputs inside the session's time span, log
+lines inside the frame range, and counts the decisions, their bursts (more than eight tokens in 200 ms,
+excluded from training) and the setup-only keys the tokens drop. A session whose lock names a live
+recorder is "recording", not a failure; one whose recorder died is "incomplete" until `salvage` runs.
+
+Verdicts: ok, recording, incomplete, failed. Only ok and recording pass.
+
+Try: hoi4-arena check-session runs/s1 runs/s2
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.sessions.format import VIDEO, session_folder
+from hoi4_arena.sessions.lock import read_lock
+
+PASSING = ("ok", "recording")
+
+
+def check_session(folder: str | os.PathLike) -> dict[str, Any]:
+    """A report {"path", "verdict", "problems", ...}; never raises for a bad session."""
+    from hoi4_arena.sessions.reader import SessionReader
+    from hoi4_arena.sessions.video import probe
+
+    report: dict[str, Any] = {"path": str(folder), "verdict": "failed", "problems": [], "warnings": []}
+    problems: list[str] = report["problems"]
+    try:
+        path = session_folder(folder)
+    except UserError as error:
+        problems.append(str(error))
+        return report
+    lock, state = read_lock(path)
+    if state in ("live", "foreign"):
+        report["verdict"] = "recording"
+        report["lock"] = {"state": state, "recorder": lock.describe()}
+        if state == "foreign":
+            report["warnings"].append(
+                "locked by a recorder on another machine; cannot tell whether it still runs"
+            )
+        return report
+    try:
+        reader = SessionReader(path, allow_incomplete=True)
+    except UserError as error:
+        problems.append(str(error))
+        return report
+    manifest = reader.manifest
+    report.update(
+        id=manifest.id, source=manifest.source, split=manifest.split, game_speed=manifest.game_speed
+    )
+    if not manifest.complete:
+        report["verdict"] = "incomplete"
+        dead = f" (its recorder, {lock.describe()}, is gone)" if lock is not None else ""
+        if state == "unreadable":
+            dead = " (its lock file is unreadable)"
+        problems.append(f"incomplete: the recording was never closed{dead}; run `hoi4-arena salvage {path}`")
+        return report
+
+    frames = reader.frame_records
+    report["frames"] = len(frames)
+    report["inputs"] = len(reader.inputs)
+    report["log_lines"] = len(reader.log_records)
+    report["ended"] = manifest.ended
+    if not frames:
+        problems.append("no frames recorded")
+    if state == "dead" or state == "unreadable":
+        problems.append(
+            f"complete but a stale {('lock of ' + lock.describe()) if lock else 'lock'} is left; run salvage"
+        )
+
+    video = probe(path / VIDEO) if frames else None
+    if video is not None:
+        report["video_frames"] = video.packets
+        if video.error:
+            problems.append(f"{path / VIDEO}: {video.error}")
+        if video.packets != len(frames):
+            problems.append(
+                f"{path / VIDEO} holds {video.packets} frames but frames.jsonl lists {len(frames)}"
+            )
+        if (video.width, video.height) != tuple(manifest.screen):
+            problems.append(
+                f"{path / VIDEO} is {video.width}x{video.height} but the manifest says "
+                f"{manifest.screen[0]}x{manifest.screen[1]}"
+            )
+
+    if frames:
+        period = round(1e9 / manifest.hz)
+        start, end = frames[0].t_ns, frames[-1].t_ns + period
+        outside = [e for e in reader.inputs if not start <= e.t_ns <= end]
+        if outside:
+            problems.append(
+                f"{len(outside)} inputs lie outside the session's time span [{start}, {end}] ns "
+                f"(first at {outside[0].t_ns}); the input and frame clocks disagree"
+            )
+        report["duration_s"] = round((frames[-1].t_ns - frames[0].t_ns) / 1e9, 3)
+        gaps = [b.t_ns - a.t_ns for a, b in zip(frames, frames[1:], strict=False)]
+        if gaps:
+            report["frame_interval_ms"] = {
+                "median": round(sorted(gaps)[len(gaps) // 2] / 1e6, 2),
+                "max": round(max(gaps) / 1e6, 2),
+            }
+        try:
+            summary = reader.token_summary()
+        except UserError as error:
+            problems.append(str(error))
+        else:
+            report.update(summary)
+            if summary["uncovered_inputs"]:
+                report["warnings"].append(
+                    f"{summary['uncovered_inputs']} inputs fall in no decision (pauses or gaps in capture)"
+                )
+    if manifest.dropped_frames:
+        report["warnings"].append(f"{manifest.dropped_frames} frames were dropped while recording")
+    report["dropped_frames"] = manifest.dropped_frames
+    report["verdict"] = "failed" if problems else "ok"
+    return report
+
+
+def check_sessions(folders: list[Path]) -> tuple[list[dict[str, Any]], bool]:
+    """Reports for each folder and whether all of them pass."""
+    reports = [check_session(folder) for folder in folders]
+    return reports, all(report["verdict"] in PASSING for report in reports)
+
+
+def verdict_line(report: dict[str, Any]) -> str:
+    """One line of rich markup for a person: the verdict, the folder, and why."""
+    from rich.markup import escape
+
+    verdict = report["verdict"]
+    colour = {"ok": "green", "recording": "yellow"}.get(verdict, "red")
+    details = report["problems"] + report["warnings"]
+    if verdict == "ok":
+        details.insert(
+            0,
+            f"{report['frames']} frames, {report['duration_s']} s, {report['decisions']} decisions, "
+            f"{report['bursts']} bursts",
+        )
+    text = f"[bold {colour}]{verdict:>10}[/] {escape(report['path'])}"
+    return text + (": " + escape("; ".join(details)) if details else "")
