@@ -1,9 +1,13 @@
 """The X11 worker around capture and input: finding the window, attach, game_log, telemetry, a window
-that goes away, and bad displays."""
+that goes away and comes back, and bad displays."""
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
 import pytest
+from apps.pattern_window import pattern
 from apps.target import PatternApp
 from Xlib import X
 from Xlib.display import Display
@@ -37,7 +41,13 @@ def xconn(server):
 
 
 def test_find_window_by_pid_title_class_and_part_of_the_title(xconn, app) -> None:
-    for target in (app.pid, "Arena Pattern Window", "arena pattern window", "pattern_window.py", "Pattern Win"):
+    for target in (
+        app.pid,
+        "Arena Pattern Window",
+        "arena pattern window",
+        "pattern_window.py",
+        "Pattern Win",
+    ):
         found = find_window(xconn, target)
         assert found.id == app.window, target
     found = find_window(xconn, app.pid)
@@ -119,11 +129,26 @@ def test_a_window_that_goes_away_stops_capture_and_input(server, xconn, tmp_path
             with pytest.raises(WorkerError) as error:
                 worker.capture(CaptureRequest(views=False))
             assert error.value.code == "window_gone"
+            deadline = time.monotonic() + 3
+            while not worker.guard.stopped and time.monotonic() < deadline:
+                time.sleep(0.01)
             with pytest.raises(WorkerError) as error:
                 worker.apply([InputEvent(0, "key_down", key=ord("Q"))])
-            assert error.value.code == "no_focus"
+            assert error.value.code == "stopped"
+            assert "window is gone" in worker.status()["stop_reason"]
             assert worker.status()["held"] == []
             keymap = xconn.query_keymap()
             assert not any(keymap), "the held key was released"
+            with pytest.raises(WorkerError) as error:
+                worker.attach()  # nothing of that name is there any more
+            assert error.value.code == "no_window"
+            # The game comes back: attach follows it to its new window, disarmed.
+            with PatternApp(server.display, tmp_path / "again.jsonl", title="short lived", seed=5) as again:
+                info = worker.attach()
+                assert info["window"]["id"] == again.window and info["pid"] == again.pid
+                assert worker.status()["armed"] is None
+                capture = worker.capture(CaptureRequest(views=False, full=True))
+                assert capture.size == (360, 640)
+                np.testing.assert_array_equal(capture.frame[200:, 200:], pattern(640, 360, 5)[200:, 200:])
         finally:
             worker.close()

@@ -6,12 +6,23 @@ mapping for input a person makes (`keycode_to_vk`), and `XTestInput`, which send
 on one python-xlib connection. It knows nothing about safety: `x11_worker.py` calls it only for events
 the `InputGuard` admitted.
 
+An X server keeps a key that XTest pressed held after the client that pressed it is gone, so a worker
+killed outright (SIGKILL, the OOM killer) would leave its keys down. `ReleaseGuardian` is the answer: a
+small child process, in a session of its own, that the worker tells what it holds (before each press)
+over a pipe; when the pipe closes, however the worker ended, the guardian releases what was last held.
+
 Try: DISPLAY=:N python -m hoi4_arena.screen.x11_input   # prints the server's keycode for every key
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
 
 from Xlib import XK, X
 from Xlib.display import Display
@@ -151,8 +162,87 @@ class XTestInput:
             xtest.fake_input(self.conn, event_type, detail)
 
 
-if __name__ == "__main__":
-    with_display = Display()
-    for code, keycode in sorted(vk_keycodes(with_display).items()):
+class ReleaseGuardian:
+    """A child process that releases what the worker holds once the worker is gone, however it went."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "hoi4_arena.screen.x11_input", "--guardian", "--display", display],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            # Its own session: a signal to the worker's process group (Ctrl-C) must not take it too.
+            start_new_session=True,
+        )
+        self._last: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+        self.error: BaseException | None = None
+
+    def hold(self, keycodes: Iterable[int], buttons: Iterable[int]) -> None:
+        """What would need releasing if the worker died now (say it before pressing, not after)."""
+        state = (tuple(sorted(set(keycodes))), tuple(sorted(set(buttons))))
+        if state == self._last or self.error is not None:
+            return
+        try:
+            self.process.stdin.write((json.dumps({"keys": state[0], "buttons": state[1]}) + "\n").encode())
+            self.process.stdin.flush()
+        except OSError as error:
+            self.error = error
+            return
+        self._last = state
+
+    @property
+    def alive(self) -> bool:
+        return self.error is None and self.process.poll() is None
+
+    def close(self, timeout: float = 5.0) -> None:
+        """End the guardian (it releases whatever it was last told, normally nothing)."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=timeout)
+
+
+def guard_until_eof(display: str, lines: Iterable[bytes]) -> dict:
+    """The guardian's life: follow the held state from `lines`; at their end, release it."""
+    conn = Display(display)
+    held: dict = {"keys": [], "buttons": []}
+    for line in lines:
+        if line.strip():
+            held = json.loads(line)
+    for number in held["buttons"]:
+        xtest.fake_input(conn, X.ButtonRelease, int(number))
+    for keycode in held["keys"]:
+        xtest.fake_input(conn, X.KeyRelease, int(keycode))
+    conn.sync()
+    conn.close()
+    return held
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m hoi4_arena.screen.x11_input", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--display", default=None, help="X display (default: $DISPLAY)")
+    parser.add_argument("--guardian", action="store_true", help="run as a worker's release guardian")
+    args = parser.parse_args()
+    if args.guardian:
+        released = guard_until_eof(args.display, sys.stdin.buffer)
+        if released["keys"] or released["buttons"]:
+            logging.basicConfig(stream=sys.stderr, format="x11 guardian: %(message)s")
+            logging.getLogger(__name__).warning(
+                "the worker ended holding input; released keycodes %s, buttons %s",
+                released["keys"],
+                released["buttons"],
+            )
+        return
+    conn = Display(args.display)
+    for code, keycode in sorted(vk_keycodes(conn).items()):
         print(f"{KEY_NAMES[code]:>10}  vk=0x{code:02X}  keycode={keycode}")
-    with_display.close()
+    conn.close()
+
+
+if __name__ == "__main__":
+    main()

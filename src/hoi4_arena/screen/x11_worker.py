@@ -52,7 +52,7 @@ from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.safety import InputGuard, SafetyConfig, Watchdog
 from hoi4_arena.screen.views import compute_views
 from hoi4_arena.screen.worker import ArmMode, Capture, CaptureRequest, Worker, WorkerError
-from hoi4_arena.screen.x11_input import XTestInput
+from hoi4_arena.screen.x11_input import BUTTON_NUMBERS, WHEEL_DOWN, WHEEL_UP, ReleaseGuardian, XTestInput
 from hoi4_arena.screen.x11_record import InjectionLedger, RecordListener
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,18 @@ class CursorImage:
         safe = np.maximum(a, 1)
         straight = [np.where(a == 0, 0, np.minimum((c * 255 + safe // 2) // safe, 255)) for c in channels]
         return np.stack([*straight, a], axis=-1).astype(np.uint8)
+
+
+def bgra_to_rgb(bgra: np.ndarray) -> np.ndarray:
+    """A C-contiguous (H, W, 3) RGB copy of an (H, W, 4) BGRA image.
+
+    One strided copy per channel: `bgra[..., ::-1]`-style indexing is 3x slower to copy, and fancy
+    indexing (`bgra[..., [2, 1, 0]]`) returns a channel-planar array that makes the views 3x slower.
+    """
+    rgb = np.empty((*bgra.shape[:2], 3), dtype=np.uint8)
+    for channel in range(3):
+        rgb[..., channel] = bgra[..., 2 - channel]
+    return rgb
 
 
 def composite_cursor(frame: np.ndarray, cursor: CursorImage, origin: tuple[int, int]) -> None:
@@ -194,6 +206,18 @@ class Dispatched(NamedTuple):
     timed: bool
 
 
+def _check_regions(regions: dict, size: tuple[int, int]) -> None:
+    height, width = size
+    for name, box in regions.items():
+        valid = len(box) == 4 and all(isinstance(v, int) and not isinstance(v, bool) for v in box)
+        x, y, w, h = box if valid else (0, 0, 0, 0)
+        if not valid or w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > width or y + h > height:
+            raise WorkerError(
+                "bad_region",
+                f"region {name!r} {tuple(box)} is not (x, y, w, h) inside the {width}x{height} client",
+            )
+
+
 @dataclass
 class _Batch:
     events: list[InputEvent]
@@ -249,7 +273,8 @@ class X11Worker(Worker):
     def _open(self, safety: SafetyConfig, listen: bool) -> None:
         import mss
 
-        self._x = self._connect()  # the caller's thread: capture, focus, attach, status
+        self._x = self._connect()  # the callers' connection: capture, focus, attach, status
+        self._x_lock = threading.RLock()  # in case a caller uses the worker from several threads
         for extension in ("XFIXES", "XTEST"):
             if not self._x.has_extension(extension):
                 raise WorkerError("x_extension", f"the X server lacks {extension}")
@@ -263,6 +288,7 @@ class X11Worker(Worker):
         self._input_conn = self._connect()  # dispatcher + releases, always under guard.lock
         self._input_win = self._input_conn.create_resource_object("window", self.window.id)
         self._input = XTestInput(self._input_conn, on_send=self.ledger.add)
+        self._guardian = ReleaseGuardian(self.display_name)
         self.guard = InputGuard((self._rect[3], self._rect[2]), self._release_on_x, config=safety)
 
         self._watch_conn = self._connect()
@@ -333,7 +359,10 @@ class X11Worker(Worker):
         try:
             rect = self._read_rect(self._watch_conn, self._watch_win)
         except _GONE:
-            return False  # the game closed: no focus, so everything held is released
+            # The game closed. Stop, not just "no focus": X reuses window ids, and a restarted game
+            # may come back under this one; input resumes only when someone arms the worker again.
+            self.guard.stop("the game window is gone")
+            return False
         self._update_rect(rect)
         return self._has_focus(self._watch_conn, self._watch_win)
 
@@ -350,13 +379,17 @@ class X11Worker(Worker):
     # --- Worker: attach, status, focus -----------------------------------------------------------
 
     def attach(self) -> dict:
+        """Find the game's window again and report it; if the game restarted, follow it there.
+
+        The window is looked up afresh rather than trusted by id: X reuses ids, and a restarted game's
+        window can get the id its old one had.
+        """
         self.guard.touch()
-        try:
+        with self._x_lock:
+            found = find_window(self._x, self.target)
+            if found != self.window:
+                self._switch_window(found)
             self._update_rect(self._read_rect(self._x, self._win))
-        except _GONE:
-            raise WorkerError(
-                "window_gone", f"window {self.window.id:#x} is gone; start the game and open a new worker"
-            ) from None
         return {
             "game": "x11",
             "size": [self._rect[2], self._rect[3]],
@@ -366,6 +399,17 @@ class X11Worker(Worker):
             "display": self.display_name,
             "layout": self.layout.version,
         }
+
+    def _switch_window(self, info: WindowInfo) -> None:
+        """Follow the game to a new window. Input is disarmed: a new game is armed deliberately."""
+        with self.guard.lock:
+            self.guard.disarm()
+            self.window = info
+            self._win = self._x.create_resource_object("window", info.id)
+            self._input_win = self._input_conn.create_resource_object("window", info.id)
+            self._watch_win = self._watch_conn.create_resource_object("window", info.id)
+            self._update_rect(self._read_rect(self._x, self._win))
+        log.info("following the game to window %#x (%s)", info.id, info.name)
 
     def status(self) -> dict:
         self.guard.touch()
@@ -377,13 +421,16 @@ class X11Worker(Worker):
             origin=[self._rect[0], self._rect[1]],
             watchdog=self.watchdog.alive,
             listener=None if self.listener is None else self.listener.alive,
+            guardian=self._guardian.alive,
             pending_batches=self._batches.qsize(),
+            capture_notes=self._sct.performance_status,  # e.g. whether MIT-SHM works
         )
         return state
 
     def focus(self) -> bool:
         self.guard.touch()
-        return self._has_focus(self._x, self._win)
+        with self._x_lock:
+            return self._has_focus(self._x, self._win)
 
     # --- capture ----------------------------------------------------------------------------------
 
@@ -393,10 +440,17 @@ class X11Worker(Worker):
 
     def grab(self) -> tuple[np.ndarray, CursorImage, int]:
         """The client area as (H, W, 3) RGB with the cursor drawn, the cursor reply, and the grab time."""
+        with self._x_lock:
+            frame, cursor, t_ns, _ = self._grab()
+        return frame, cursor, t_ns
+
+    def _grab(self) -> tuple[np.ndarray, CursorImage, int, tuple[int, int]]:
         try:
             self._update_rect(self._read_rect(self._x, self._win))
         except _GONE:
-            raise WorkerError("window_gone", f"window {self.window.id:#x} is gone") from None
+            raise WorkerError(
+                "window_gone", f"window {self.window.id:#x} is gone; attach again once the game is back"
+            ) from None
         left, top, width, height = self._rect
         screen = self._x.screen()
         if (
@@ -414,28 +468,24 @@ class X11Worker(Worker):
         shot = self._sct.grab({"left": left, "top": top, "width": width, "height": height})
         cursor = self._cursor()
         bgra = np.frombuffer(shot.raw, dtype=np.uint8).reshape(height, width, 4)
-        frame = bgra[..., (2, 1, 0)]  # a fresh contiguous RGB array
+        frame = bgra_to_rgb(bgra)
         composite_cursor(frame, cursor, (left, top))
-        return frame, cursor, t_ns
+        return frame, cursor, t_ns, (left, top)
 
     def capture(self, request: CaptureRequest | None = None) -> Capture:
         self.guard.touch()
         request = request or CaptureRequest()
-        height, width = self._rect[3], self._rect[2]
-        for name, (x, y, w, h) in request.regions.items():
-            if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > width or y + h > height:
-                raise WorkerError(
-                    "bad_region",
-                    f"region {name!r} ({x}, {y}, {w}, {h}) is not inside the {width}x{height} client",
-                )
-        frame, cursor, t_ns = self.grab()
+        _check_regions(request.regions, (self._rect[3], self._rect[2]))
+        with self._x_lock:
+            frame, cursor, t_ns, (left, top) = self._grab()
+            focus = self._has_focus(self._x, self._win)
         height, width = frame.shape[:2]
-        left, top = self._rect[0], self._rect[1]
+        _check_regions(request.regions, (height, width))  # the window may have been resized meanwhile
         pointer = (
             min(max(cursor.root_x - left, 0), width - 1),
             min(max(cursor.root_y - top, 0), height - 1),
         )
-        capture = Capture(t_ns=t_ns, size=(height, width), pointer=pointer, focus=self.focus())
+        capture = Capture(t_ns=t_ns, size=(height, width), pointer=pointer, focus=focus)
         if request.views:
             try:
                 capture.views = compute_views(frame, pointer, self.layout)
@@ -454,7 +504,8 @@ class X11Worker(Worker):
 
     def pointer_image(self) -> tuple[np.ndarray, tuple[int, int]]:
         self.guard.touch()
-        cursor = self._cursor()
+        with self._x_lock:
+            cursor = self._cursor()
         return cursor.rgba(), cursor.hotspot
 
     # --- input ------------------------------------------------------------------------------------
@@ -467,6 +518,8 @@ class X11Worker(Worker):
             )
         if self.listener is not None and not self.listener.alive:
             raise WorkerError("unsafe", "the input listener is not running, so F12 cannot be heard")
+        if not self._guardian.alive:
+            raise WorkerError("unsafe", "the release guardian is not running; open a new worker")
         self.guard.arm(mode)
 
     def disarm(self) -> None:
@@ -476,10 +529,6 @@ class X11Worker(Worker):
     def release(self) -> None:
         self.guard.touch()
         self.guard.release("request")
-
-    def disconnect(self) -> None:
-        """The client of a served worker went away: release everything."""
-        self.guard.disconnect()
 
     def apply(self, events: list[InputEvent], timed: bool = False) -> dict:
         self.guard.touch()
@@ -518,8 +567,10 @@ class X11Worker(Worker):
                 if self._closed or not self.guard.admit(event, focus=focus):
                     batch.dropped = len(batch.events) - index
                     break
+                self._tell_guardian(pressing=event)
                 self._send(event, left, top)
                 self.guard.note(event)
+                self._tell_guardian()
                 self._input.flush()
                 self.dispatch_log.append(Dispatched(event.kind, event.t_ns, time.monotonic_ns(), batch.timed))
                 batch.applied += 1
@@ -544,6 +595,21 @@ class X11Worker(Worker):
                 return
             time.sleep(left / 1e9)
 
+    def _tell_guardian(self, pressing: InputEvent | None = None) -> None:
+        """Tell the guardian what is held, counting `pressing` before it is sent (under guard.lock)."""
+        keys = [self._input.keycodes[vk] for vk in self.guard.held_keys]
+        buttons = [BUTTON_NUMBERS[name] for name in self.guard.held_buttons]
+        if pressing is not None:
+            if pressing.kind == "key_down":
+                keys.append(self._input.keycodes[pressing.key])
+            elif pressing.kind == "button_down":
+                buttons.append(BUTTON_NUMBERS[pressing.button])
+            elif pressing.kind == "wheel":
+                buttons.append(WHEEL_UP if pressing.delta > 0 else WHEEL_DOWN)
+            else:
+                return
+        self._guardian.hold(keys, buttons)
+
     def _release_on_x(self, keys: list[int], buttons: list[str]) -> None:
         # Runs under guard.lock, on whichever thread decided to release.
         for button in buttons:
@@ -551,6 +617,7 @@ class X11Worker(Worker):
         for key in keys:
             self._input.key(key, False)
         self._input.sync()
+        self._guardian.hold((), ())
 
     # --- the rest of Worker -----------------------------------------------------------------------
 
@@ -631,6 +698,8 @@ class X11Worker(Worker):
             dispatcher.join(timeout=2.0)
         if getattr(self, "_sct", None) is not None:
             self._sct.close()
+        if getattr(self, "_guardian", None) is not None:
+            self._guardian.close()
         for conn in self._conns:
             with contextlib.suppress(Exception):
                 conn.close()
