@@ -179,6 +179,8 @@ class World:
         self._dirty_armies = False
 
         self.divisions: dict[int, Division] = {}
+        self._order: list[Division] | None = None
+        self._order_reversed: list[Division] = []
         self.destroyed: list[int] = []
         self.armies: dict[int, Army] = {}
         self._next_army = 1
@@ -490,9 +492,12 @@ class World:
     def _hour(self) -> None:
         rules = self.rules
         hour = self.hour
-        divs = sorted(self.divisions.values(), key=lambda d: d.id)
-        if hour % 2:  # alternate who moves first, so neither side wins the ties
-            divs.reverse()
+        if self._order is None:  # rebuilt only when a division is destroyed
+            self._order = sorted(self.divisions.values(), key=lambda d: d.id)
+            self._order_reversed = self._order[::-1]
+        divs = (
+            self._order_reversed if hour % 2 else self._order
+        )  # alternate who moves first: no side wins ties
         battles: dict[int, Battle] = {}
         control, occupants = self.control, self.occupants
         for d in divs:
@@ -580,6 +585,7 @@ class World:
         self.casualties[d.tag] += d.strength * self.rules.men_per_division
         self.occupants[d.province].remove(d.id)
         del self.divisions[d.id]
+        self._order = None
         self.destroyed.append(d.id)
         self._leave_army(d)
 
