@@ -42,11 +42,20 @@ def test_a_sound_session_passes_without_decoding_its_video(
 
 def test_a_video_shorter_than_its_frame_log_fails(tmp_path: Path) -> None:
     folder = good(tmp_path)
+    video = (folder / "screen.mkv").read_bytes()
     remux_prefix(folder / "screen.mkv", tmp_path / "short.mkv", 9)
     os.replace(tmp_path / "short.mkv", folder / "screen.mkv")
     report = check_session(folder)
     assert report["verdict"] == "failed"
-    assert any("screen.mkv holds 9 frames but frames.jsonl lists 12" in p for p in report["problems"])
+    assert "screen.mkv: holds 9 frames (by its duration) but frames.jsonl lists 12" in report["problems"][0]
+    # Cut inside, the file keeps its old duration: counting packets finds the loss.
+    (folder / "screen.mkv").write_bytes(video[: len(video) * 2 // 3])
+    report = check_session(folder)
+    assert report["verdict"] == "failed"
+    assert any(
+        p.endswith(" frames but frames.jsonl lists 12") and "screen.mkv holds" in p
+        for p in report["problems"]
+    )
 
 
 def test_inputs_outside_the_session_fail(tmp_path: Path) -> None:

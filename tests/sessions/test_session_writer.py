@@ -171,10 +171,18 @@ def test_the_reader_refuses_an_incomplete_session_unless_asked(tmp_path: Path) -
 
 def test_a_video_shorter_than_the_frame_log_is_named(tmp_path: Path) -> None:
     folder = write_session(tmp_path / "s", times=frame_times(6, 10.0))
+    video = (folder / "screen.mkv").read_bytes()
     remux_prefix(folder / "screen.mkv", tmp_path / "short.mkv", 4)
     os.replace(tmp_path / "short.mkv", folder / "screen.mkv")
-    with pytest.raises(UserError, match=r"screen.mkv: holds only 4 frames but frames.jsonl lists 6"):
-        list(SessionReader(folder).frames())
+    with pytest.raises(
+        UserError, match=r"screen.mkv: holds 4 frames \(by its duration\) but frames.jsonl lists 6"
+    ):
+        SessionReader(folder)
+    # Cut inside, the file still claims its old duration: decoding finds the missing frames.
+    (folder / "screen.mkv").write_bytes(video[: len(video) // 2])
+    reader = SessionReader(folder)
+    with pytest.raises(UserError, match=r"screen.mkv: holds only \d frames but frames.jsonl lists 6"):
+        list(reader.frames())
 
 
 def test_a_frame_log_that_disagrees_with_the_manifest_is_named(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ from hoi4_arena.sessions.format import (
     parse_inputs,
     session_folder,
 )
-from hoi4_arena.sessions.video import VideoError, decode
+from hoi4_arena.sessions.video import VideoError, decode, frames_by_duration
 
 
 @dataclass(frozen=True)
@@ -191,8 +191,17 @@ class SessionReader:
                 f"{self.path / ARENA_LOG}: a line read at frame {self.log_records[-1].frame}, "
                 f"but the session has {len(self.frame_records)} frames"
             )
-        if self.complete and self.frame_records and not (self.path / VIDEO).is_file():
-            raise UserError(f"{self.path / VIDEO}: missing")
+        if self.complete and self.frame_records:
+            if not (self.path / VIDEO).is_file():
+                raise UserError(f"{self.path / VIDEO}: missing")
+            # The finished file's duration tells its frame count without decoding; a file cut short
+            # inside (and so keeping its old duration) is still caught while decoding.
+            in_video = frames_by_duration(self.path / VIDEO, self.manifest.hz)
+            if in_video is not None and in_video != len(self.frame_records):
+                raise UserError(
+                    f"{self.path / VIDEO}: holds {in_video} frames (by its duration) but frames.jsonl lists "
+                    f"{len(self.frame_records)}"
+                )
 
     @property
     def size(self) -> tuple[int, int]:

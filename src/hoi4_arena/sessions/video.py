@@ -276,6 +276,19 @@ def probe(path: Path) -> VideoProbe:
         return VideoProbe(packets, context.name, context.width, context.height, fmt, error)
 
 
+def frames_by_duration(path: Path, hz: float) -> int | None:
+    """The frame count a finished file's duration implies (pts are frame indices at `hz`), cheaply.
+
+    None when the file has no duration (a killed recorder never wrote one) or cannot be opened.
+    """
+    try:
+        with av.open(str(path)) as container:
+            duration = container.duration
+    except (av.FFmpegError, OSError):
+        return None
+    return None if duration is None else round(duration * hz / 1e6)
+
+
 def to_rgb(frame: av.VideoFrame) -> np.ndarray:
     """A decoded frame as (H, W, 3) uint8 RGB, undoing the encoder's colour conversion exactly."""
     if frame.format.name in ("yuv444p", "yuvj444p"):
