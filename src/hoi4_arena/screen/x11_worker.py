@@ -13,7 +13,12 @@ It drives both the simulator's window and HOI4 on Linux. One `X11Worker` holds:
   (focus is read from the server right then), and a watchdog thread on a third connection releases
   everything on focus loss or 750 ms without a request;
 - a person's input, heard through XRecord (x11_record.py) on two more connections; a physical F12
-  stops input at once (the worker never injects F12, so any F12 is a person's).
+  stops input at once (the worker never injects F12, so any F12 is a person's);
+- a release guardian (x11_input.py): a child process told what is held before each press, which
+  releases it if this process dies without doing so (X keeps XTest's keys held after their client).
+
+Fail closed: if the watchdog, the listener or the guardian is gone, `arm` refuses; if the game's
+window disappears, input stops until the worker is armed again (`attach` follows a restarted game).
 
 python-xlib Display objects are not thread-safe, so each thread owns its connection; the input
 connection is the one thing several threads touch (dispatcher, and releases from the watchdog, the
@@ -250,7 +255,7 @@ class X11Worker(Worker):
             raise WorkerError("no_display", "no X display: set DISPLAY or pass the display (e.g. ':0')")
         self.target = window
         self._layout = layout if layout is not None else ViewLayout.named("full")
-        self.game_log_path = Path(game_log_path) if game_log_path is not None else None
+        self.game_log_path = Path(game_log_path).expanduser() if game_log_path is not None else None
         self._closed = False
         self._conns: list[Display] = []
         try:
@@ -387,8 +392,9 @@ class X11Worker(Worker):
         self.guard.touch()
         with self._x_lock:
             found = find_window(self._x, self.target)
-            if found != self.window:
+            if (found.id, found.pid) != (self.window.id, self.window.pid):
                 self._switch_window(found)
+            self.window = found  # the title may have changed
             self._update_rect(self._read_rect(self._x, self._win))
         return {
             "game": "x11",
