@@ -30,9 +30,9 @@ def test_a_sound_session_passes_without_decoding_its_video(
     def no_decoding(*args, **kwargs):
         raise AssertionError("check-session must not decode the video")
 
-    for module in (video_module, reader_module):
-        monkeypatch.setattr(module, "decode", no_decoding)
-    monkeypatch.setattr(video_module, "count_decodable", no_decoding)
+    for name in ("decode", "decode_frames", "count_decodable"):
+        monkeypatch.setattr(video_module, name, no_decoding)
+    monkeypatch.setattr(reader_module, "decode_frames", no_decoding)
     report = check_session(folder)
     assert report["verdict"] == "ok", report["problems"]
     assert report["frames"] == report["video_frames"] == 12

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import av
 import numpy as np
 
 from hoi4_arena.errors import UserError
@@ -50,7 +51,7 @@ from hoi4_arena.sessions.format import (
     parse_inputs,
     session_folder,
 )
-from hoi4_arena.sessions.video import VideoError, decode, frames_by_duration
+from hoi4_arena.sessions.video import VideoError, decode_frames, frames_by_duration, to_rgb
 
 
 @dataclass(frozen=True)
@@ -210,23 +211,29 @@ class SessionReader:
 
     def frames(self) -> Iterator[tuple[FrameRecord, np.ndarray]]:
         """Each frame record with its decoded (H, W, 3) uint8 RGB image, front to back."""
+        for record, frame in self._decoded():
+            yield record, to_rgb(frame)
+
+    def _decoded(self) -> Iterator[tuple[FrameRecord, av.VideoFrame]]:
         records = self.frame_records
         if not records:
             return
         count = 0
+        height, width = self.size
         try:
-            for image in decode(self.path / VIDEO):
+            for frame in decode_frames(self.path / VIDEO):
                 if count >= len(records):
                     if self.complete:
                         raise UserError(
                             f"{self.path / VIDEO}: holds more frames than frames.jsonl lists ({len(records)})"
                         )
                     return
-                if image.shape != (*self.size, 3):
+                if (frame.height, frame.width) != (height, width):
                     raise UserError(
-                        f"{self.path / VIDEO}: frame {count} is {image.shape[1]}x{image.shape[0]}, not the manifest's screen size"
+                        f"{self.path / VIDEO}: frame {count} is {frame.width}x{frame.height}, "
+                        f"not the manifest's {width}x{height}"
                     )
-                yield records[count], image
+                yield records[count], frame
                 count += 1
         except VideoError as error:
             raise UserError(str(error)) from None
@@ -276,7 +283,7 @@ class SessionReader:
         by_frame = {window.frame: window for window in windows}
         state, snapshot = ArenaState(), ArenaState()
         logs, next_log, changed = self.log_records, 0, False
-        for record, image in self.frames():
+        for record, frame in self._decoded():
             while next_log < len(logs) and logs[next_log].frame <= record.index:
                 try:
                     parsed = parse_line(logs[next_log].line)
@@ -296,7 +303,7 @@ class SessionReader:
                 index=window.index,
                 frame_index=record.index,
                 t_ns=record.t_ns,
-                image=image,
+                image=to_rgb(frame),  # only anchors pay for the colour conversion
                 tokens=tokens.slots,
                 burst=bool(tokens.burst),
                 dropped_keys=int(tokens.dropped),

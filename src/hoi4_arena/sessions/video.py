@@ -301,8 +301,8 @@ def to_rgb(frame: av.VideoFrame) -> np.ndarray:
     return frame.to_ndarray(format="rgb24")
 
 
-def decode(path: Path) -> Iterator[np.ndarray]:
-    """Decode the video front to back as (H, W, 3) uint8 RGB frames.
+def decode_frames(path: Path) -> Iterator[av.VideoFrame]:
+    """Decode the video front to back as PyAV frames (convert the ones you need with `to_rgb`).
 
     Raises `VideoError` (with the count of frames decoded so far) when the file cannot be opened or a
     packet does not decode; a file that simply ends (a killed recorder) ends the iteration quietly.
@@ -316,20 +316,27 @@ def decode(path: Path) -> Iterator[np.ndarray]:
         if not container.streams.video:
             raise VideoError(f"{path}: no video stream", 0)
         stream = container.streams.video[0]
+        stream.thread_type = "AUTO"  # frame and slice threads: 1080p x264 decodes on every core
         try:
             for packet in container.demux(stream):
                 for frame in packet.decode():
-                    yield to_rgb(frame)
+                    yield frame
                     frames += 1
         except av.FFmpegError as error:
             raise VideoError(f"{path}: frame {frames} does not decode ({error})", frames) from None
+
+
+def decode(path: Path) -> Iterator[np.ndarray]:
+    """Decode the video front to back as (H, W, 3) uint8 RGB frames (errors as `decode_frames`)."""
+    for frame in decode_frames(path):
+        yield to_rgb(frame)
 
 
 def count_decodable(path: Path) -> int:
     """How many frames decode from the start before the file ends or a frame fails."""
     frames = 0
     try:
-        for _ in decode(path):
+        for _ in decode_frames(path):
             frames += 1
     except VideoError as error:
         return error.frames
