@@ -176,19 +176,23 @@ class GameAI:
         if not options:
             return False
         options.sort(key=lambda o: (-o[0], o[1], o[2], o[3]))
-        pick = options[0]
         if self.config.strength < 0.6 and len(options) > 1:
-            pick = options[min(len(options) - 1, int(world.rng.random() * 3))]
-        ratio, army_id, start, point = pick
-        if ratio < self.config.attack_ratio:
-            return False
-        target = self._objective(world, point, enemy)
-        try:
-            world.draw_offensive(army_id, target, start=start)
-            world.execute(army_id)
-        except OrderRefused:
-            return False
-        return True
+            # A weaker AI settles for one of the three best points rather than the best.
+            first = min(len(options) - 1, int(world.rng.random() * 3))
+            options.insert(0, options.pop(first))
+        for ratio, army_id, start, point in options:
+            if ratio < self.config.attack_ratio:
+                break
+            # Toward the best city behind the point; when that city lies beyond reach through enemy
+            # land (a pocket, a bay), take the point itself.
+            for target in (self._objective(world, point, enemy), point):
+                try:
+                    world.draw_offensive(army_id, target, start=start)
+                    world.execute(army_id)
+                except OrderRefused:
+                    continue
+                return True
+        return False
 
     def _objective(self, world: World, point: int, enemy: str) -> int:
         """The enemy-held city worth most for its distance from the breakthrough point."""
