@@ -36,7 +36,11 @@ def start_recorder(
 
 
 def record_and_kill(folder: Path, delay: float, **kwargs) -> None:
+    """Kill the recorder `delay` seconds after its video first holds a frame."""
     process = start_recorder(folder, **kwargs)
+    deadline = time.monotonic() + 20
+    while count_decodable(folder / "screen.mkv") == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
     time.sleep(delay)
     process.send_signal(signal.SIGKILL)
     process.wait()
@@ -187,14 +191,26 @@ def test_undo_needs_a_salvage(killed: Path) -> None:
 
 def test_a_recording_killed_before_its_first_frame_reached_the_video(tmp_path: Path) -> None:
     folder = tmp_path / "early"
-    record_and_kill(folder, 0.0)
-    frames_in_video = count_decodable(folder / "screen.mkv")
+    process = start_recorder(folder)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    process.stdout.close()
+    # PyAV creates the file at the first packet; if one made it, cut it back to a header's worth.
+    video = folder / "screen.mkv"
+    if video.exists():
+        video.write_bytes(video.read_bytes()[:200])
+    assert count_decodable(video) == 0
+    digest = folder_digest(folder)
     result = salvage(folder)
-    assert result["frames"] == frames_in_video
-    if frames_in_video == 0:
-        report = check_session(folder)
-        assert report["verdict"] == "failed" and "no frames recorded" in report["problems"]
-        assert list(iter_sessions(tmp_path)) == []
+    assert result["frames"] == 0 and result["cut"]["frames"] >= 1
+    assert not video.exists()
+    report = check_session(folder)
+    assert report["verdict"] == "failed" and "no frames recorded" in report["problems"]
+    assert list(iter_sessions(tmp_path)) == []
+    with pytest.raises(UserError, match="nothing to undo"):
+        salvage(folder / "salvage-backup", undo=True)  # a backup is not a session either
+    salvage(folder, undo=True)
+    assert folder_digest(folder) == digest
 
 
 def test_salvage_from_the_command_line(killed: Path) -> None:

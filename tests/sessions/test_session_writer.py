@@ -78,10 +78,10 @@ def test_an_existing_folder_is_refused_and_left_alone(tmp_path: Path) -> None:
 
 def test_a_refused_codec_leaves_nothing_behind(tmp_path: Path) -> None:
     try:
-        SessionWriter(tmp_path / "s", manifest(codec="nvenc")).close()
+        SessionWriter(tmp_path / "new" / "s", manifest(codec="nvenc")).close()
     except UserError as error:
         assert "nvenc is not available" in str(error)
-        assert not (tmp_path / "s").exists()
+        assert not (tmp_path / "new").exists()
     else:
         pytest.skip("this machine has NVENC, so nothing is refused")
 

@@ -59,7 +59,7 @@ def check_session(folder: str | os.PathLike) -> dict[str, Any]:
         dead = f" (its recorder, {lock.describe()}, is gone)" if lock is not None else ""
         if state == "unreadable":
             dead = " (its lock file is unreadable)"
-        problems.append(f"incomplete: the recording was never closed{dead}; run `hoi4-arena salvage {path}`")
+        problems.append(f"the recording was never closed{dead}; run `hoi4-arena salvage {path}`")
         return report
 
     frames = reader.frame_records

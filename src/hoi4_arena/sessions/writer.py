@@ -25,6 +25,7 @@ Try: python -m pytest tests/sessions/test_writer_reader.py -q
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -87,9 +88,10 @@ class SessionWriter:
             raise ValueError(f"video codec {video.codec!r} differs from the manifest's {manifest.codec!r}")
         self.manifest = dataclasses.replace(manifest, complete=False, frames=0, dropped_frames=0, ended=None)
         self._size = self.manifest.size
-        created_folder = not self.folder.exists()
+        missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
         self.folder.mkdir(parents=True, exist_ok=True)
         self._files: list[IO[bytes]] = []
+        self._encoder: VideoEncoder | None = None
         try:
             self.lock = acquire_lock(self.folder)
             self._encoder = VideoEncoder(self.folder / VIDEO, self._size, self.manifest.hz, video)
@@ -102,10 +104,13 @@ class SessionWriter:
             # Refused before anything was recorded: leave the disk as it was.
             for handle in self._files:
                 handle.close()
+            if self._encoder is not None:
+                with contextlib.suppress(Exception):
+                    self._encoder.close()
             for name in (FRAMES, INPUTS, ARENA_LOG, VIDEO, MANIFEST, MANIFEST + ".tmp", LOCK):
                 (self.folder / name).unlink(missing_ok=True)
-            if created_folder:
-                shutil.rmtree(self.folder, ignore_errors=True)
+            if missing:
+                shutil.rmtree(missing[-1], ignore_errors=True)
             raise
         self._mutex = threading.Lock()
         self.frames = 0
