@@ -2,7 +2,8 @@
 
 It drives `SessionWriter` the way a recorder drives it from a worker: a frame (a moving pattern), then
 the input events that happened since the previous frame, then any ARENA log lines, at a steady rate.
-It prints "recording" once the first frame is written and then runs until it is killed.
+It prints "recording" once the first frame is written and then runs until it is killed (or, so that a
+crashed test leaves no orphan behind, gives up after a minute without closing the session).
 
 Try: python tests/sessions/killable_recorder.py /tmp/s1 --codec ffv1 --hz 30   (Ctrl+C ends it)
 """
@@ -66,6 +67,12 @@ def main() -> None:
     parser.add_argument("--hz", type=float, default=30.0)
     parser.add_argument("--size", default="320x180")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--give-up",
+        type=float,
+        default=60.0,
+        help="Exit (unclosed) after this many seconds: no orphan runs forever.",
+    )
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
     size = (height, width)
@@ -83,7 +90,7 @@ def main() -> None:
     start = time.monotonic_ns()
     previous = start - period
     index = 0
-    while True:
+    while time.monotonic_ns() - start < args.give_up * 1e9:
         target = start + index * period
         delay = (target - time.monotonic_ns()) / 1e9
         if delay > 0:

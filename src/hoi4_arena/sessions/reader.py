@@ -323,8 +323,12 @@ def _check_rate(decision_hz: float) -> None:
 
 
 if __name__ == "__main__":
-    reader = SessionReader(sys.argv[1])
-    for decision in reader.decisions():
-        print(decision.index, decision.frame_index, decision.t_ns, decision.tokens.tolist(), decision.burst)
-        if decision.index >= 9:
-            break
+    try:
+        for decision in SessionReader(sys.argv[1]).decisions():
+            print(
+                decision.index, decision.frame_index, decision.t_ns, decision.tokens.tolist(), decision.burst
+            )
+            if decision.index >= 9:
+                break
+    except UserError as error:
+        sys.exit(f"error: {error}")

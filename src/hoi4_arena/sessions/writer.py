@@ -20,7 +20,7 @@ behind a bounded queue: in realtime mode (the default) `add_frame` never waits f
 that finds the queue full is dropped (neither in the video nor in frames.jsonl) and counted in the
 manifest's `dropped_frames`; with `realtime=False` (the simulator's virtual clock) it waits instead.
 
-Try: python -m pytest tests/sessions/test_writer_reader.py -q
+Try: python -m pytest tests/sessions/test_session_writer.py -q
 """
 
 from __future__ import annotations
