@@ -29,7 +29,7 @@ import av
 import numpy as np
 
 from hoi4_arena.sessions.format import SessionManifest
-from hoi4_arena.sessions.video import VideoConfig, _open_stream
+from hoi4_arena.sessions.video import VideoConfig, open_stream
 from hoi4_arena.sessions.writer import SessionWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sessions"))
@@ -56,7 +56,7 @@ def bare_encode(path: Path, frames: list[np.ndarray], hz: float, codec: str) -> 
     height, width = frames[0].shape[:2]
     config = VideoConfig(codec=codec)
     with av.open(str(path), "w", format="matroska") as container:
-        stream = _open_stream(container, config, width, height, Fraction(hz).limit_denominator(1000))
+        stream = open_stream(container, config, width, height, Fraction(hz).limit_denominator(1000))
         for index, frame in enumerate(frames):
             video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
             if codec == "ffv1":

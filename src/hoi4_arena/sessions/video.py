@@ -83,7 +83,7 @@ class VideoEncoder:
         rate = Fraction(hz).limit_denominator(1000)
         self._container = av.open(str(self.path), "w", format="matroska", options=dict(MUXER_OPTIONS))
         try:
-            self._stream = _open_stream(self._container, config, width, height, rate)
+            self._stream = open_stream(self._container, config, width, height, rate)
         except BaseException:
             self._container.close()
             self.path.unlink(missing_ok=True)
@@ -188,7 +188,8 @@ class VideoEncoder:
             self.packets += 1
 
 
-def _open_stream(container: Any, config: VideoConfig, width: int, height: int, rate: Fraction) -> Any:
+def open_stream(container: Any, config: VideoConfig, width: int, height: int, rate: Fraction) -> Any:
+    """Add the configured video stream to an output container and open its encoder (UserError if refused)."""
     stream = container.add_stream(_ENCODERS[config.codec], rate=rate)
     stream.width, stream.height = width, height
     stream.pix_fmt = _PIX_FMTS[config.codec]
