@@ -125,21 +125,18 @@ def _attack(world: World, divs: list[Division], target: int, staging: list[int])
 
 
 def _go(world: World, d: Division, goal: int, then: int | None) -> None:
-    """Route `d` to `goal` through its own land, then (optionally) into `then`."""
+    """Route `d` to `goal` through its own land, then (optionally) into `then`.
+
+    Routes come from the world's per-control-version BFS trees, so asking again each day is cheap, and
+    `_set_path` keeps the progress already made when the next step is unchanged.
+    """
     if d.province == goal:
         path: list[int] = []
     else:
-        if (
-            d.path
-            and d.path[-1 if then is None else -2 if len(d.path) >= 2 else -1] == goal
-            and world.control[d.path[0]] == d.tag
-        ):
-            path = d.path[:-1] if then is not None and d.path[-1] == then else list(d.path)
-        else:
-            route = world._route(d.tag, goal, d.province)
-            if route is None:
-                return
-            path = route
+        route = world._route(d.tag, goal, d.province)
+        if route is None:
+            return  # cut off from its slot: it stays where it is
+        path = route
     if then is not None:
         path = path + [then]
     if path != d.path:

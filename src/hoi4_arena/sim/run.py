@@ -97,7 +97,8 @@ def run_game(
         declarer = config.declaring_side()
         world.declare_war(declarer)
         while not world.over:
-            for tag in TAGS:
+            # Alternate who decides first each day, so neither side always sees the other's orders.
+            for tag in TAGS if world.day % 2 == 0 else TAGS[::-1]:
                 if players[tag] is not None:
                     players[tag].update(world)
             world.step(24)

@@ -518,7 +518,7 @@ class World:
             d.progress += 1.0
             if d.progress >= d.need:
                 self._arrive(d, nxt)
-        for pid in sorted(battles):
+        for pid in sorted(battles, reverse=bool(hour % 2)):
             if self.over:
                 break
             resolve_battle(self, battles[pid])
