@@ -467,8 +467,9 @@ def serve(
                     parts = encode_message(
                         reply, reply_arrays, max_header=max_header, max_payload=max_payload
                     )
-                except ProtocolError as error:
-                    parts = encode_message(_error(reply.get("id"), error.code, error.message))
+                except ProtocolError as error:  # the worker's result cannot be sent (too large, not JSON)
+                    code = "internal" if error.code == "bad_request" else error.code
+                    parts = encode_message(_error(reply.get("id"), code, error.message))
                 for part in parts:
                     wfile.write(part)
                 wfile.flush()
