@@ -218,25 +218,25 @@ def test_the_default_policy_is_small(make_obs):
 
 
 def test_a_tiny_policy_overfits_one_window(tiny_config, make_obs, make_tokens):
+    # Two sequences of six decisions of random views, with fixed random actions (about 30% moves):
+    # 96 tokens to memorise, each move to the exact lattice unit (about 1 in a million by chance).
     config = with_(tiny_config, width=8, hidden=48, head_dim=48, cell_dim=24, position_dim=16)
     policy = build(config)
-    obs, tokens = make_obs(config, 1, 4, seed=11), make_tokens(1, 4, seed=12, move_share=0.3)
+    obs, tokens = make_obs(config, 2, 6, seed=11), make_tokens(2, 6, seed=12, move_share=0.3)
     optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
-    torch.manual_seed(0)
-    for _ in range(400):
-        out = policy(obs, tokens, chunk=None)
-        loss = -out.logp.mean()
+    first_loss = None
+    for _ in range(150):
+        loss = -policy(obs, tokens, chunk=None).logp.mean()
+        first_loss = first_loss if first_loss is not None else loss.item()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
     with torch.no_grad():
         out = policy(obs, tokens)
-    kinds = tokens[..., 0]
-    pointer = out.scores.move
-    assert pointer.sum() >= 8  # the window really has moves to learn
-    kind_accuracy = (out.scores.kind_pred == kinds).float().mean().item()
-    pointer_accuracy = (
-        (out.scores.pointer_pred[pointer] == tokens[..., 1:][pointer]).all(-1).float().mean().item()
-    )
+    move = out.scores.move
+    assert move.sum() >= 20  # the window really has moves to learn
+    kind_accuracy = (out.scores.kind_pred == tokens[..., 0]).float().mean().item()
+    pointer_accuracy = (out.scores.pointer_pred[move] == tokens[..., 1:][move]).all(-1).float().mean().item()
     assert kind_accuracy == 1.0
     assert pointer_accuracy == 1.0
+    assert first_loss > 50 and -out.logp.mean().item() < 1.0

@@ -296,8 +296,11 @@ class Policy(nn.Module):
         n = obs.speed.shape[0]
         step = n if chunk is None else max(1, chunk)
         x = self._encoder_input(obs)
-        with torch.no_grad():
-            frozen = torch.cat([self.encoder.frozen(x[i : i + step]) for i in range(0, n, step)])
+        if self.encoder.freeze_blocks == 0:
+            frozen = x  # nothing frozen: the trained part reads the uint8 pixels itself
+        else:
+            with torch.no_grad():
+                frozen = torch.cat([self.encoder.frozen(x[i : i + step]) for i in range(0, n, step)])
         recompute = chunk is not None and torch.is_grad_enabled()
         parts = []
         for i in range(0, n, step):
