@@ -133,9 +133,10 @@ def test_the_world_log_round_trips_and_folds_to_the_world(tmp_path) -> None:
     state = ArenaState.from_lines(world.log_lines)
     assert state.winner == world.winner and state.attacker == "RED" and state.over
     assert [state.control[p] for p in range(1, 193)] == world.control[1:]
-    assert state.sides["BLU"].casualties > 0 and state.sides["RED"].divisions == len(
-        world.divisions_of("RED")
-    )
+    # The last day line may precede the end by hours; divisions are only ever lost, never raised.
+    for tag in ("BLU", "RED"):
+        assert state.sides[tag].casualties > 0
+        assert state.sides[tag].divisions >= len(world.divisions_of(tag))
 
 
 @pytest.mark.parametrize("preset", PRESETS)
