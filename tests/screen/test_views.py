@@ -113,3 +113,13 @@ def test_bad_frames_are_clear_errors() -> None:
         compute_views(np.zeros((200, 300, 3), np.uint8), (0, 0), layout)
     with pytest.raises(ValueError, match="2 frames but 1 pointers"):
         compute_views_torch(torch.zeros((2, 300, 300, 3), dtype=torch.uint8), [(0, 0)], layout)
+
+
+def test_strided_frames_give_the_same_views(hd_frame: np.ndarray) -> None:
+    # A BGR capture flipped to RGB is a negative-stride view; its views equal those of a copy.
+    bgr = np.ascontiguousarray(hd_frame[:, :, ::-1])
+    flipped = bgr[:, :, ::-1]
+    assert not flipped.flags.c_contiguous
+    layout = ViewLayout.named("full")
+    strided, copied = compute_views(flipped, (10, 10), layout), compute_views(hd_frame, (10, 10), layout)
+    assert all(np.array_equal(strided[name], copied[name]) for name in copied)

@@ -56,6 +56,7 @@ def compute_views(frame: np.ndarray, pointer: Sequence[int], layout: ViewLayout)
     Returns 'global' (h, w, 3), 'quadrants' (4, h, w, 3) and 'fovea' (f, f, 3), all uint8.
     """
     _check_frame(frame)
+    frame = np.ascontiguousarray(frame)  # one copy for both passes when a capture is a strided view
     size = frame.shape[:2]
     layout.check_screen(size)
     rows, cols = quadrant_spans(size)
