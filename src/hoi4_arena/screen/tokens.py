@@ -220,6 +220,14 @@ def events_to_tokens(
         needed += 1
         last_slot, last_kind = slot, kind
 
+    def move_to(cell: tuple[int, int], natural: int) -> None:
+        # A move right after a move that sits at or past this slot merges into it: the last wins.
+        if last_kind == MOVE and last_slot >= natural:
+            if last_slot < SLOTS:
+                slots[last_slot, 1:] = cell
+        else:
+            place(MOVE, *cell, natural)
+
     for event in events:
         if not t0_ns <= event.t_ns < t0_ns + DECISION_NS:
             raise ValueError(
@@ -235,21 +243,13 @@ def events_to_tokens(
         natural = (event.t_ns - t0_ns) // SLOT_NS
         if kind == MOVE:
             tracked = to_lattice(event.x, event.y, size)
-            if last_kind == MOVE and last_slot >= natural:
-                if last_slot < SLOTS:
-                    slots[last_slot, 1:] = tracked
-            else:
-                place(MOVE, *tracked, natural)
+            move_to(tracked, natural)
             continue
         if is_pointer_kind(kind):
             here = to_lattice(event.x, event.y, size)
-            if here != tracked:
+            if here != tracked:  # it acts at the pointer, so the pointer must get there first
                 tracked = here
-                if last_kind == MOVE and last_slot >= natural:
-                    if last_slot < SLOTS:
-                        slots[last_slot, 1:] = tracked
-                else:
-                    place(MOVE, *tracked, natural)
+                move_to(tracked, natural)
         for _ in range(abs(event.delta) if event.kind == "wheel" else 1):
             place(kind, 0, 0, natural)
     return Tokens(slots, burst=last_slot >= SLOTS, needed=needed, dropped=dropped, pointer=tracked)
