@@ -484,7 +484,9 @@ class X11Worker(Worker):
         _check_regions(request.regions, (self._rect[3], self._rect[2]))
         with self._x_lock:
             frame, cursor, t_ns, (left, top) = self._grab()
-            focus = self._has_focus(self._x, self._win)
+        # The watchdog reads the focus every 25 ms; asking again here would add round trips to the X
+        # server, which a busy machine (the game itself) makes slow, for a flag a recorder reads.
+        focus = self.guard.focus
         height, width = frame.shape[:2]
         _check_regions(request.regions, (height, width))  # the window may have been resized meanwhile
         pointer = (
