@@ -79,3 +79,12 @@ def test_the_action_space_version_follows_its_meaning() -> None:
     assert ActionSpace(4, space.kind_names, space.move_kinds, space.lattice).version != space.version
     same = ActionSpace(space.slots, tuple(space.kind_names), space.move_kinds, space.lattice)
     assert same.version == space.version
+
+
+def test_the_package_exports_resolve() -> None:
+    import hoi4_arena.models as models
+
+    for name in models.__all__:
+        assert getattr(models, name) is not None, name
+    with pytest.raises(AttributeError):
+        _ = models.NoSuchThing
