@@ -81,7 +81,9 @@ class GameAI:
         free = world.unassigned(self.tag)
         if not free:
             return
-        free.sort(key=lambda i: (world.centroid_y[world.divisions[i].province], i))
+        free.sort(
+            key=lambda i: (world.flank(self.tag, world.divisions[i].province), world.rank(world.divisions[i]))
+        )
         if world.armies_of(self.tag):
             world.form_army(self.tag, free)  # late arrivals: a small army of their own
             return
@@ -125,7 +127,7 @@ class GameAI:
             near = sum(1 for n in ours for _ in world.occupants[n])
             if held > 0.6 * max(1, near):
                 continue
-            key = (held, -len(ours), p)
+            key = (held, -len(ours), world.canon[p])
             if best is None or key < best[0]:
                 best = (key, p, ours)
         if best is None:
@@ -175,7 +177,7 @@ class GameAI:
                     options.append((ratio, army.id, f, e))
         if not options:
             return False
-        options.sort(key=lambda o: (-o[0], o[1], o[2], o[3]))
+        options.sort(key=lambda o: (-o[0], o[1], world.canon[o[2]], world.canon[o[3]]))
         if self.config.strength < 0.6 and len(options) > 1:
             # A weaker AI settles for one of the three best points rather than the best.
             first = min(len(options) - 1, int(world.rng.random() * 3))
@@ -200,4 +202,4 @@ class GameAI:
         cities = [p for p in range(1, world.n_provinces + 1) if world.vp[p] and world.control[p] == enemy]
         if not cities:
             return point
-        return min(cities, key=lambda c: (int(dist[point, c]) - world.vp[c] / 6.0, c))
+        return min(cities, key=lambda c: (int(dist[point, c]) - world.vp[c] / 6.0, world.canon[c]))

@@ -58,7 +58,7 @@ def _split(
 ) -> tuple[list[Division], list[Division]]:
     """The divisions farthest from the target hold; the nearest attack."""
     dist = world.distance
-    order = sorted(divs, key=lambda d: (int(dist[d.province, target]), d.id))
+    order = sorted(divs, key=lambda d: (int(dist[d.province, target]), world.rank(d)))
     return order[len(order) - n_hold :], order[: len(order) - n_hold]
 
 
@@ -70,11 +70,12 @@ def _hold(world: World, divs: list[Division], provinces: list[int], enemy: str |
     """Spread `divs` over `provinces`, weighted by the enemy facing each, moving as few as possible."""
     if not divs or not provinces:
         return
+    canon = world.canon
     weights = {p: _threat(world, p, enemy) if enemy else 1 for p in provinces}
     n = len(divs)
     slots: dict[int, int] = {}
     if n <= len(provinces):
-        for p in sorted(provinces, key=lambda p: (-weights[p], p))[:n]:
+        for p in sorted(provinces, key=lambda p: (-weights[p], canon[p]))[:n]:
             slots[p] = 1
     else:
         for p in provinces:
@@ -85,11 +86,11 @@ def _hold(world: World, divs: list[Division], provinces: list[int], enemy: str |
         for p in provinces:
             slots[p] += int(shares[p])
         left = n - sum(slots.values())
-        for p in sorted(provinces, key=lambda p: (-(shares[p] - int(shares[p])), p))[:left]:
+        for p in sorted(provinces, key=lambda p: (-(shares[p] - int(shares[p])), canon[p]))[:left]:
             slots[p] += 1
     assignment: dict[int, int] = {}
     free: list[Division] = []
-    for d in sorted(divs, key=lambda d: d.id):
+    for d in sorted(divs, key=world.rank):
         here = d.path[-1] if d.path and world.control[d.path[-1]] == d.tag else d.province
         if slots.get(here, 0) > 0:
             slots[here] -= 1
@@ -97,9 +98,9 @@ def _hold(world: World, divs: list[Division], provinces: list[int], enemy: str |
         else:
             free.append(d)
     dist = world.distance
-    for p in sorted(slots, key=lambda p: (-weights[p], p)):
+    for p in sorted(slots, key=lambda p: (-weights[p], canon[p])):
         while slots[p] > 0 and free:
-            best = min(free, key=lambda d: (int(dist[d.province, p]), d.id))
+            best = min(free, key=lambda d: (int(dist[d.province, p]), world.rank(d)))
             free.remove(best)
             assignment[best.id] = p
             slots[p] -= 1
@@ -114,12 +115,12 @@ def _attack(world: World, divs: list[Division], target: int, staging: list[int])
         return
     count = {s: 0 for s in staging}
     dist = world.distance
-    for d in sorted(divs, key=lambda d: (int(dist[d.province, target]), d.id)):
+    for d in sorted(divs, key=lambda d: (int(dist[d.province, target]), world.rank(d))):
         if d.province in count:
             count[d.province] += 1
             _go(world, d, d.province, target)
             continue
-        s = min(staging, key=lambda s: (int(dist[d.province, s]) + count[s], s))
+        s = min(staging, key=lambda s: (int(dist[d.province, s]) + count[s], world.canon[s]))
         count[s] += 1
         _go(world, d, s, target)
 

@@ -55,5 +55,5 @@ class Rush:
         if not front:
             return cities
         dist = world.distance
-        near = sorted(cities, key=lambda c: (min(int(dist[f, c]) for f in front), c))
+        near = sorted(cities, key=lambda c: (min(int(dist[f, c]) for f in front), world.canon[c]))
         return ([capital] if world.control[capital] == enemy else []) + [c for c in near if c != capital]

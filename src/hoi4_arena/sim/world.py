@@ -158,13 +158,22 @@ class World:
 
         n = len(arena.provinces)
         self.n_provinces = n
-        self.adj: list[tuple[int, ...]] = [()] + [tuple(sorted(arena.adjacency[p])) for p in range(1, n + 1)]
+        # Fair by construction: every tie is broken by keys that the half-turn maps onto each other, so
+        # RED's choices on a mirrored position are the mirror of BLU's. `canon` is a province's id on
+        # BLU's side of the mirror; neighbours are listed in canonical order, own side first.
+        self.canon = [0] + [min(p, arena.mirror(p)) for p in range(1, n + 1)]
+        self.owner = [""] + [p.owner for p in arena.provinces]
+        self.adj: list[tuple[int, ...]] = [()] + [
+            tuple(
+                sorted(arena.adjacency[p], key=lambda q, p=p: (self.canon[q], self.owner[q] != self.owner[p]))
+            )
+            for p in range(1, n + 1)
+        ]
         self.terrain = [""] + [p.terrain for p in arena.provinces]
         self.vp = [0] + [p.victory_points for p in arena.provinces]
         self.total_vp = {
             tag: sum(p.victory_points for p in arena.provinces if p.owner == tag) for tag in TAGS
         }
-        self.owner = [""] + [p.owner for p in arena.provinces]
         self.control: list[str] = list(self.owner)
         self.centroid_y = [0.0] + [p.centroid[1] for p in arena.provinces]
         self.river: dict[tuple[int, int], int] = {}
@@ -220,6 +229,15 @@ class World:
     def day(self) -> int:
         return self.hour // 24
 
+    def flank(self, tag: str, pid: int) -> float:
+        """Where `pid` lies from `tag`'s left flank (0) to its right: north to south for BLU, which faces
+        east, south to north for RED."""
+        return self.centroid_y[pid] if tag == TAGS[0] else self.centroid_y[self.arena.mirror(pid)]
+
+    def rank(self, d: Division) -> int:
+        """A division's number within its side (BLU's 1 and RED's 25 are both 1): a mirror-fair tie key."""
+        return d.id if d.tag == TAGS[0] else d.id - self.rules.divisions_per_side
+
     def controller(self, pid: int) -> str:
         if not 1 <= pid <= self.n_provinces:
             raise KeyError(f"no land province {pid}")
@@ -236,7 +254,7 @@ class World:
         return [d.id for d in self.divisions.values() if d.tag == tag and d.army is None]
 
     def front_provinces(self, tag: str, enemy: str) -> tuple[int, ...]:
-        """Provinces `tag` controls that touch land `enemy` controls, north to south."""
+        """Provinces `tag` controls that touch land `enemy` controls, from its left flank to its right."""
         key = (tag, enemy)
         cached = self._fronts.get(key)
         if self.cache and cached is not None and cached[0] == self._version:
@@ -249,14 +267,14 @@ class World:
                     for p in range(1, self.n_provinces + 1)
                     if control[p] == tag and any(control[n] == enemy for n in adj[p])
                 ),
-                key=lambda p: (self.centroid_y[p], p),
+                key=lambda p: (self.flank(tag, p), self.canon[p]),
             )
         )
         self._fronts[key] = (self._version, front)
         return front
 
     def army_front(self, army_id: int) -> tuple[int, ...]:
-        """The share of its country's front an army holds (armies on one front split it north to south)."""
+        """The share of its country's front an army holds (armies on one front split it flank to flank)."""
         army = self.armies[army_id]
         if army.front is None:
             return ()
@@ -598,7 +616,7 @@ class World:
         enemy = other_tag(d.tag)
 
         def danger(n: int) -> tuple[int, int, int]:
-            return (sum(1 for m in adj[n] if control[m] == enemy), -len(self.occupants[n]), n)
+            return (sum(1 for m in adj[n] if control[m] == enemy), -len(self.occupants[n]), self.canon[n])
 
         dest = min(options, key=danger)
         loss = min(d.strength - 0.01, self.rules.retreat_str_loss)
@@ -791,12 +809,13 @@ class World:
 
         dist: dict[int, float] = {}
         prev: dict[int, int] = {}
-        heap = [(0.0, s, s) for s in sorted(starts)]
-        for _, s, _ in heap:
+        canon = self.canon
+        heap = [(0.0, canon[s], s) for s in starts]
+        for _, _, s in heap:
             dist[s] = 0.0
         heapq.heapify(heap)
         while heap:
-            cost, p, _ = heapq.heappop(heap)
+            cost, _, p = heapq.heappop(heap)
             if cost > dist.get(p, float("inf")):
                 continue
             if p == target:
@@ -807,7 +826,7 @@ class World:
                 c = cost + self._move_need(p, n) * (1.0 + 0.5 * self.river.get((p, n), 0))
                 if c < dist.get(n, float("inf")):
                     dist[n], prev[n] = c, p
-                    heapq.heappush(heap, (c, n, p))
+                    heapq.heappush(heap, (c, canon[n], n))
         if target not in prev:
             return None
         path = [target]
