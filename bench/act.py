@@ -9,8 +9,10 @@ temperature 1) on the views of one 1920x1080 frame, computed once beforehand wit
   reading the four 320x576 quadrants tiled as one 640x1152 screen (2880 patch tokens). Untrained
   weights: the latency of a tower does not depend on its weights.
 
-It prints p50 and p99 of each, the ratio qwen / cnn, and whether each decides inside the 200 ms a
-decision lasts. Views are random pixels; no layer's cost depends on what the pixels show.
+It prints p50 and p99 of each, the ratio qwen / cnn, whether each decides inside the 200 ms a decision
+lasts, and the machine's load average (on a shared machine, torch's spinning worker threads make a
+busy CPU far slower with 2 threads than with 1: pass --threads 1 there). Views are random pixels; no
+layer's cost depends on what the pixels show.
 
 Try: python bench/act.py --runs 200 --qwen-runs 5
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -83,7 +86,8 @@ def main() -> None:
     )
     print(json.dumps({"qwen": qwen}), flush=True)
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, load average {load}")
     print(f"{'policy':<34}{'params':>12}{'p50 ms':>10}{'p99 ms':>10}  inside {DECISION_MS:.0f} ms (p99)")
     for name, row in (("cnn on cpu layout (default)", cnn), ("qwen3_vit_88m_enc on full layout", qwen)):
         inside = "yes" if row["p99_ms"] < DECISION_MS else "no"
