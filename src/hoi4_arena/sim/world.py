@@ -27,7 +27,7 @@ from typing import Any
 
 from hoi4_arena.gamelog import SCHEMA_VERSION, GameLogWriter, format_line
 from hoi4_arena.maps.model import TAGS, ArenaMap, other_tag
-from hoi4_arena.sim.battle import Battle, resolve_battle
+from hoi4_arena.sim.battle import Battle, apply_losses, fight, settle
 from hoi4_arena.sim.rules import Rules
 
 MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # HOI4's calendar has no leap days
@@ -518,28 +518,39 @@ class World:
         )  # alternate who moves first: no side wins ties
         battles: dict[int, Battle] = {}
         control, occupants = self.control, self.occupants
+        # Movement in two phases, so that no side moves first: who attacks and who advances is read
+        # from the state at the start of the hour, then the arrivals happen.
+        arrivals: list[Division] = []
         for d in divs:
-            if not d.path or d.id not in self.divisions:
+            if not d.path:
                 continue
             nxt = d.path[0]
-            holder = control[nxt]
-            if holder != d.tag:
-                enemy_here = occupants[nxt]
-                if enemy_here:
-                    if d.resting or nxt not in self.adj[d.province]:
-                        continue
-                    battle = battles.get(nxt)
-                    if battle is None:
-                        battle = battles[nxt] = Battle(nxt)
-                    battle.attackers.append(d)
+            if control[nxt] != d.tag and occupants[nxt]:
+                if d.resting or nxt not in self.adj[d.province]:
                     continue
+                battle = battles.get(nxt)
+                if battle is None:
+                    battle = battles[nxt] = Battle(nxt)
+                battle.attackers.append(d)
+                continue
             d.progress += 1.0
             if d.progress >= d.need:
-                self._arrive(d, nxt)
-        for pid in sorted(battles, reverse=bool(hour % 2)):
+                arrivals.append(d)
+        for d in arrivals:
+            nxt = d.path[0]
+            if control[nxt] != d.tag and occupants[nxt]:
+                continue  # an enemy got there first this hour: attack it next hour
+            self._arrive(d, nxt)
             if self.over:
-                break
-            resolve_battle(self, battles[pid])
+                return
+        if battles:
+            clashes = [
+                c for pid in sorted(battles, key=self.canon.__getitem__) if (c := fight(self, battles[pid]))
+            ]
+            for clash in clashes:
+                apply_losses(self, clash)
+            for clash in clashes:
+                settle(self, clash)
         # Organisation recovery and entrenchment for every division not fighting this hour.
         recovery, step_entrench = rules.org_recovery, 1.0 / rules.entrench_hours
         for d in divs:
