@@ -50,6 +50,10 @@ class ScriptedGame(Worker):
     capture_ms: float = 0.0
     """How much virtual time a capture takes (a slow machine)."""
     f12_at: int | None = None
+    stop_at: tuple[int, str] | None = None
+    """(time, reason): the worker stops input for another reason than F12."""
+    gone_at: int | None = None
+    """The game's window disappears."""
     resize_at: int | None = None
     now: int = T0
     captures: int = 0
@@ -63,15 +67,18 @@ class ScriptedGame(Worker):
         return not any(a <= self.now < b for a, b in self.unfocused)
 
     def status(self) -> dict:
-        stopped = self.f12_at is not None and self.now >= self.f12_at
-        return {
-            "focus": self._focus(),
-            "armed": None,
-            "stopped": stopped,
-            "stop_reason": "f12" if stopped else "",
-        }
+        reason = ""
+        if self.f12_at is not None and self.now >= self.f12_at:
+            reason = "f12"
+        elif self.gone_at is not None and self.now >= self.gone_at:
+            reason = "the game window is gone"
+        elif self.stop_at is not None and self.now >= self.stop_at[0]:
+            reason = self.stop_at[1]
+        return {"focus": self._focus(), "armed": None, "stopped": bool(reason), "stop_reason": reason}
 
     def capture(self, request: CaptureRequest | None = None) -> Capture:
+        if self.gone_at is not None and self.now >= self.gone_at:
+            raise WorkerError("window_gone", "the window is gone")
         size = SIZE if self.resize_at is None or self.now < self.resize_at else (SIZE[0] * 2, SIZE[1] * 2)
         t_ns = self.now
         pointer = (self.captures * 7 % size[1], self.captures * 3 % size[0])
@@ -255,6 +262,18 @@ def test_a_malformed_arena_line_is_skipped_not_stored(tmp_path: Path) -> None:
 def test_f12_ends_the_recording(tmp_path: Path) -> None:
     _, reason, summary = record(tmp_path / "s", ScriptedGame(f12_at=at(650)), seconds=30)
     assert reason == "f12" and summary["frames"] == 7 and summary["ended"]["reason"] == "f12"
+
+
+def test_the_game_window_gone_ends_the_recording_and_keeps_it(tmp_path: Path) -> None:
+    _, reason, summary = record(tmp_path / "s", ScriptedGame(gone_at=at(450)), seconds=30)
+    assert reason == "window_gone" and summary["frames"] == 5
+
+
+def test_a_worker_that_can_no_longer_hear_input_ends_the_recording_with_an_error(tmp_path: Path) -> None:
+    game = ScriptedGame(stop_at=(at(300), "input listener lost: connection closed"))
+    _, reason, summary = record(tmp_path / "s", game, seconds=30)
+    assert reason == "error: the worker stopped: input listener lost: connection closed"
+    assert summary["frames"] == 3
 
 
 def test_a_resized_window_ends_with_an_error_and_keeps_what_was_recorded(tmp_path: Path) -> None:

@@ -110,10 +110,12 @@ def person(server, app):
     someone.close()
 
 
-def start_record(folder: Path, display: str, *options: str, seconds: float = 3.0) -> subprocess.Popen:
+def start_record(
+    folder: Path, display: str, *options: str, seconds: float = 3.0, window: str = TITLE
+) -> subprocess.Popen:
     """`hoi4-arena record` in a subprocess, returned once its first frame is on disk."""
     command = [sys.executable, "-m", "hoi4_arena.cli", "record", str(folder), "--game-speed", "4"]
-    command += ["--hz", "10", "--window", TITLE, "--display", display, "--codec", "ffv1"]
+    command += ["--hz", "10", "--window", window, "--display", display, "--codec", "ffv1"]
     command += ["--seconds", str(seconds), *options]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_frames(folder, 1, process)
@@ -385,3 +387,22 @@ def test_a_window_that_is_not_there_is_a_clear_error(server, app, tmp_path: Path
     assert result.returncode == 2
     assert "no viewable window" in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == "" and not folder.exists()
+
+
+def test_the_game_closing_ends_the_recording_and_keeps_it(server, tmp_path: Path) -> None:
+    title = "Recorder Closing Target"
+    with PatternApp(
+        server.display, tmp_path / "events.jsonl", width=WIDTH, height=HEIGHT, title=title
+    ) as game:
+        conn = Display(server.display)
+        conn.create_resource_object("window", game.window).set_input_focus(X.RevertToParent, X.CurrentTime)
+        conn.sync()
+        conn.close()
+        folder = tmp_path / "s"
+        process = start_record(folder, server.display, seconds=60.0, window=title)
+        wait_for_frames(folder, 5, process)
+        game.stop()
+        rc, summary, err = finish(process)
+    assert rc == 0, err
+    assert summary["ended"]["reason"] == "window_gone" and summary["check"]["verdict"] == "ok"
+    assert summary["frames"] >= 5

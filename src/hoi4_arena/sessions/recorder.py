@@ -173,9 +173,13 @@ class Recorder:
         )
         self.worker = worker
         self.size = (height, width)
-        worker.events()  # what the person did before the recording started is not part of it
-        lines, self._log_offset = worker.game_log(0)
-        self._take_earlier_game(lines)
+        try:
+            worker.events()  # what the person did before the recording started is not part of it
+            lines, self._log_offset = worker.game_log(0)
+            self._take_earlier_game(lines)
+        except BaseException as error:
+            self.writer.close(f"error: {type(error).__name__}: {error}")
+            raise
 
     def _take_earlier_game(self, lines: list[str]) -> None:
         """The log's current game so far (from its last `start` line), unless that game is already over.
@@ -188,7 +192,8 @@ class Recorder:
         current = parsed[starts[-1] :] if starts else parsed
         probe = ArenaState()
         for _, line in current:
-            probe.update(line)
+            with contextlib.suppress(GameLogError):  # _fold counts it below
+                probe.update(line)
         if probe.over:
             log.info("the game log's last game is over; waiting for a new one")
             return
@@ -206,7 +211,12 @@ class Recorder:
         try:
             state = worker.status()
             if state.get("stopped"):
-                return _stop_reason(str(state.get("stop_reason", "")))
+                if state.get("stop_reason") == "f12":
+                    return "f12"
+                # Another stop (the game window gone, the input listener lost): a capture tells
+                # whether the window is still there.
+                worker.capture(_FULL_FRAME)
+                return f"error: the worker stopped: {state.get('stop_reason') or 'no reason given'}"
             # While paused, status' focus is enough: no frame is grabbed until the game has it again.
             capture = (
                 worker.capture(_FULL_FRAME) if self._paused_since is None or state.get("focus") else None
@@ -305,7 +315,12 @@ class Recorder:
                 yield text, line
 
     def _fold(self, text: str, line: Any) -> None:
-        self.arena.update(line)
+        try:
+            self.arena.update(line)
+        except GameLogError as error:  # a well-formed line the fold refuses (another log version)
+            self.bad_log_lines += 1
+            log.warning("skipping an ARENA line: %s", error)
+            return
         self._pending_log.append(text)
         if self.arena.over and self._over_at is None:
             self._over_at = self._started().now_ns()
@@ -416,15 +431,6 @@ class Recorder:
         if self.writer.closed:
             raise RuntimeError(f"{self.folder}: the recording is closed")
         return self.writer
-
-
-def _stop_reason(stop: str) -> str:
-    """The end of a recording for the worker's input stop (`status()['stop_reason']`)."""
-    if stop == "f12":
-        return "f12"
-    if "window is gone" in stop:
-        return "window_gone"
-    return f"error: the worker stopped: {stop or 'no reason given'}"
 
 
 # --- pacing -----------------------------------------------------------------------------------------
