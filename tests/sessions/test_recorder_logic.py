@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from killable_recorder import pattern
+from typer.testing import CliRunner
 
+from hoi4_arena.cli import app as cli_app
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import SCHEMA_VERSION, format_line
 from hoi4_arena.screen.events import InputEvent
@@ -316,3 +318,35 @@ def test_an_existing_session_is_never_recorded_over(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="already exists and is not an empty folder"):
         RecordConfig(out=tmp_path / "s", game_speed=4)
     assert (tmp_path / "s" / "manifest.json").read_text() == "{}"
+
+
+def test_the_record_command_needs_the_game_speed(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli_app, ["record", str(tmp_path / "s"), "--seconds", "1"])
+    assert result.exit_code == 2 and "--game-speed" in result.output
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--game-speed", "4", "--hz", "1"], "--hz must lie in 5..60"),
+        (["--game-speed", "9"], "--game-speed must be the game's speed 1..5"),
+        (["--game-speed", "4", "--side", "blue"], "--side must be BLU or RED"),
+    ],
+)
+def test_the_record_command_refuses_bad_options_before_touching_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: list[str], message: str
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)  # the options are refused before any display is asked
+    result = CliRunner().invoke(cli_app, ["record", str(tmp_path / "s"), *options])
+    assert isinstance(result.exception, UserError) and message in str(result.exception)
+    assert not (tmp_path / "s").exists()
+
+
+def test_the_record_command_without_a_display_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    result = CliRunner().invoke(cli_app, ["record", str(tmp_path / "s"), "--game-speed", "4"])
+    assert isinstance(result.exception, UserError) and "no X display" in str(result.exception)
+    assert not (tmp_path / "s").exists()

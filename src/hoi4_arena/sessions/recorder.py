@@ -536,8 +536,8 @@ def game_of(window_name: str) -> str:
     return "hoi4" if "hearts of iron" in window_name.casefold() else "sim"
 
 
-def run_record(config: RecordConfig, stop: threading.Event | None = None) -> dict[str, Any]:
-    """Record a person playing until F12, a signal, `stop`, `--seconds` or the game's end; the summary.
+def run_record(config: RecordConfig) -> dict[str, Any]:
+    """Record a person playing until F12, a signal, `--seconds` or the game's end; the summary.
 
     The summary's `failed` is true when the recording ended by an error (the session is still closed
     and holds what was recorded) or its check failed.
@@ -548,17 +548,9 @@ def run_record(config: RecordConfig, stop: threading.Event | None = None) -> dic
     with _signals_end(interrupt):
         worker = open_worker("x11", window=config.window, display=config.display, game_log=config.game_log)
         try:
-            return _record(config, worker, lambda: _interrupt_reason(interrupt, stop))
+            return _record(config, worker, lambda: interrupt[0] if interrupt else None)
         finally:
             worker.close()
-
-
-def _interrupt_reason(interrupt: list[str], stop: threading.Event | None) -> str | None:
-    if interrupt:
-        return interrupt[0]
-    if stop is not None and stop.is_set():
-        return "interrupt"
-    return None
 
 
 @contextlib.contextmanager
