@@ -25,6 +25,7 @@ from hoi4_arena.sessions.check import check_session
 from hoi4_arena.sessions.format import LOCK, JsonLines
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.sessions.salvage import salvage
+from hoi4_arena.sessions.video import count_decodable
 
 # The test target window lives with the X11 worker's tests.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "screen"))
@@ -189,7 +190,8 @@ def test_a_persons_play_is_recorded_with_real_timestamps(server, app, person, tm
     assert summary["ended"]["reason"] == "seconds" and summary["failed"] is False
     assert summary["check"]["verdict"] == "ok"
     assert check_session(folder)["verdict"] == "ok"
-    assert (summary["frames"], summary["dropped_total"]) == (30, 0)
+    # 3 s at 10 Hz: every tick is a frame unless the (shared) machine made the loop miss one.
+    assert summary["frames"] + summary["dropped_total"] == 30 and summary["frames"] >= 25
     assert (summary["arena"], summary["declarer"], summary["side"]) == ("river", "RED", "BLU")
     assert summary["players"] == {"BLU": "human", "RED": "ai"} and summary["winner"] is None
 
@@ -228,7 +230,8 @@ def test_a_persons_play_is_recorded_with_real_timestamps(server, app, person, tm
     )
     assert manifest.extra["worker"]["window"]["name"] == TITLE
     decisions = list(reader.decisions())
-    assert len(decisions) == 15  # 3 s of 200 ms decisions, anchored on every second frame
+    if summary["dropped_total"] == 0:
+        assert len(decisions) == 15  # 3 s of 200 ms decisions, anchored on every second frame
     for event in inputs:  # an input at t lands in the decision that covers t
         covering = [
             d
@@ -272,7 +275,7 @@ def test_focus_loss_pauses_the_recording_and_focus_back_resumes_it(
     time.sleep(0.3)
     assert frame_lines(folder) <= paused_at + 1  # nothing recorded while paused
     person.focus(app.window)
-    time.sleep(0.3)
+    wait_for_frames(folder, frame_lines(folder) + 2, process)  # recording again
     after = person.move(150, 90)
     rc, summary, err = finish(process)
 
@@ -326,8 +329,11 @@ def test_the_winner_line_ends_the_recording_after_the_grace(server, app, person,
     assert summary["ended"]["reason"] == "winner" and summary["check"]["verdict"] == "ok"
     assert (summary["winner"], summary["declarer"], summary["side"]) == ("RED", "BLU", "RED")
     assert summary["players"] == {"RED": "human"}
-    frames_after = summary["frames"] - JsonLines.read(folder / "arena-log.jsonl").records()[-1]["frame"]
-    assert frames_after >= 5  # half a second at 10 Hz after the winner was read
+    read_at = JsonLines.read(folder / "arena-log.jsonl").records()[-1]["frame"]
+    times = [r["t_ns"] for r in JsonLines.read(folder / "frames.jsonl").records()]
+    # The recording ends on the first tick half a second after the line was read, and the frame
+    # before the one the line is stored with was captured before it was read.
+    assert times[-1] - times[read_at - 1] >= 500 * MS
 
 
 @pytest.mark.parametrize(("signum", "reason"), [(signal.SIGINT, "interrupt"), (signal.SIGTERM, "terminated")])
@@ -359,7 +365,10 @@ def test_a_killed_recorder_leaves_a_session_that_salvage_completes(
     wait_for_frames(folder, 8, process)
     person.move(60, 70)
     person.click(1)
-    wait_for_frames(folder, frame_lines(folder) + 3, process)
+    acted_at = frame_lines(folder)
+    deadline = time.monotonic() + 20
+    while count_decodable(folder / "screen.mkv") < acted_at + 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the video itself holds frames captured after the click
     process.send_signal(signal.SIGKILL)
     finish(process)
     assert (folder / LOCK).exists()
