@@ -26,13 +26,23 @@ if TYPE_CHECKING:
     from hoi4_arena.sim.headless import SimGame
 
 
-def easiest_target(game: SimGame, start: int) -> int:
-    """The enemy province next to `start` that is quickest to walk into (no river, open ground)."""
+def easiest_target(game: SimGame, start: int, depth: int = 1) -> int:
+    """An enemy province `depth` steps from `start`: next to it, the one quickest to walk into (no
+    river, open ground); deeper, the one straightest ahead."""
     world = game.world
     enemy = game.ui.enemy
     options = [n for n in world.adj[start] if world.control[n] == enemy]
     if not options:
         raise ValueError(f"province {start} does not touch {enemy}")
+    if depth > 1:
+        deeper = [
+            p
+            for p in range(1, world.n_provinces + 1)
+            if world.control[p] == enemy and int(world.distance[start, p]) == depth
+        ]
+        if deeper:
+            y = world.centroid_y[start]
+            return min(deeper, key=lambda p: (abs(world.centroid_y[p] - y), p))
     rules = world.rules
 
     def cost(n: int) -> tuple[float, int]:
@@ -41,8 +51,9 @@ def easiest_target(game: SimGame, start: int) -> int:
     return min(options, key=cost)
 
 
-def opening(game: SimGame) -> Iterator[tuple[str, list[SimEvent]]]:
-    """The steps of the opening for `game`'s player; feed each before asking for the next."""
+def opening(game: SimGame, depth: int = 1) -> Iterator[tuple[str, list[SimEvent]]]:
+    """The steps of the opening for `game`'s player; feed each before asking for the next. The
+    offensive reaches `depth` provinces into enemy land."""
     ui, world, layout = game.ui, game.world, game.ui.layout
     for index in range(len(ui.popups) - 1, -1, -1):
         if ui.popups[index].kind == "news":
@@ -60,7 +71,7 @@ def opening(game: SimGame) -> Iterator[tuple[str, list[SimEvent]]]:
     if not front:
         raise RuntimeError(f"the army has no front: {ui.message()}")
     start = front[len(front) // 2]
-    target = easiest_target(game, start)
+    target = easiest_target(game, start, depth)
     yield (
         "draw the offensive",
         press("x") + drag(ui.province_screen(start), ui.province_screen(target), "right"),

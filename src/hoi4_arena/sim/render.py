@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -79,6 +79,17 @@ MONTHS = (
     "December",
 )
 TEXT_CACHE = 1024
+
+
+class Marks(NamedTuple):
+    """What the map overlay shows (see `Renderer._marks`)."""
+
+    fronts: tuple  # (selected, ((province, enemy neighbour), ...)) per army with a front
+    plans: tuple  # (plan provinces, executing, selected) per army with a plan
+    paths: tuple  # (province, *path) per selected division on the move
+    counters: tuple  # (province, tag, divisions, selected, organisation in tenths, displaced)
+    battles: tuple  # (attacker's province, attacked province)
+    drag: tuple  # ("box" | "arrow", start, pointer) while a drag is drawn, else ()
 
 
 def date_label(date_text: str) -> str:
@@ -151,46 +162,60 @@ class Renderer:
     # --- cache keys: exactly what each layer reads -----------------------------------------------
 
     def _overlay_key(self, ui: Interface) -> tuple:
+        return (ui.camera.key, tuple(ui.world.control), self._marks(ui))
+
+    def _marks(self, ui: Interface) -> Marks:
+        """Everything drawn on the map above the country colours, as plain values: the overlay is drawn
+        from these alone, so equal marks are equal pixels."""
         world = ui.world
-        units = tuple(
-            (d.id, d.province, round(d.org * 10), d.resting, tuple(d.path) if d.id in ui.selected else ())
-            for d in world.divisions.values()
+        armies = [world.armies[i] for i in ui.player_armies()]
+        fronts = tuple(
+            (
+                army.id == ui.army,
+                tuple(
+                    (p, n)
+                    for p in world.army_front(army.id)
+                    for n in world.adj[p]
+                    if world.control[n] == army.front
+                ),
+            )
+            for army in armies
+            if army.front is not None
         )
-        armies = tuple(
-            (a.id, a.front, world.army_front(a.id), tuple(a.plan), a.executing)
-            for a in world.armies.values()
-            if a.tag == ui.player
+        plans = tuple((tuple(a.plan), a.executing, a.id == ui.army) for a in armies if len(a.plan) >= 2)
+        chosen = set(ui.selected)
+        paths = tuple(
+            (d.province, *d.path)
+            for d in (world.divisions.get(i) for i in ui.selected)
+            if d is not None and d.path
         )
-        return (
-            ui.camera.key,
-            tuple(world.control),
-            units,
-            armies,
-            ui.player,
-            ui.selected,
-            ui.army,
-            self._drag(ui),
+        groups: dict[tuple[int, str], list] = {}
+        fights = set()
+        for d in world.divisions.values():
+            groups.setdefault((d.province, d.tag), []).append(d)
+            if d.path and not d.resting:
+                nxt = d.path[0]
+                if world.control[nxt] != d.tag and world.occupants[nxt] and nxt in world.adj[d.province]:
+                    fights.add((d.province, nxt))
+        counters = tuple(
+            (
+                pid,
+                tag,
+                len(divs),
+                any(d.id in chosen for d in divs),
+                round(10 * sum(d.org for d in divs) / len(divs)),  # the organisation bar, in tenths
+                tag != world.control[pid],
+            )
+            for (pid, tag), divs in sorted(groups.items())
         )
+        return Marks(fronts, plans, paths, counters, tuple(sorted(fights)), self._drag(ui))
 
     def _ui_key(self, ui: Interface) -> tuple:
         world = ui.world
-        cards = tuple(
-            (
-                a.id,
-                a.name,
-                len(a.divisions),
-                a.front,
-                len(a.plan),
-                ui.execute_state(a.id),
-                round(world.plan_progress(a.id), 2),
-            )
-            for a in (world.armies[i] for i in ui.player_armies())
-        )
         return (
             ui.player,
             len(world.unassigned(ui.player)),
-            cards,
-            ui.army,
+            self._cards(ui),
             ui.tool,
             ui.message(),
             (ui.console.open, ui.console.text, tuple(ui.console.lines)),
@@ -199,16 +224,37 @@ class Renderer:
         )
 
     def _top_key(self, ui: Interface) -> tuple:
-        world = ui.world
         return (
-            world.hour,
+            date_label(ui.world.date_text()),
             ui.clock.paused,
             ui.clock.speed,
-            world.at_war,
             ui.player,
-            tuple(round(world.surrender[t] * 100) for t in sorted(world.surrender)),
-            world.over,
+            self._status(ui),
         )
+
+    @staticmethod
+    def _cards(ui: Interface) -> tuple:
+        """Per army card, in bar order: (id, general, divisions, front, plan, execute state, selected)."""
+        world, cards = ui.world, []
+        for aid in ui.player_armies():
+            army, state = world.armies[aid], ui.execute_state(aid)
+            if state == "running":
+                plan = f"Attacking {round(100 * world.plan_progress(aid))}%"
+            else:
+                plan = "Plan ready" if state == "ready" else "Plan done" if army.plan else "No plan"
+            front = f"Front: {army.front}" if army.front else "No front"
+            cards.append(
+                (aid, army.name, f"{len(army.divisions)} divisions", front, plan, state, aid == ui.army)
+            )
+        return tuple(cards)
+
+    @staticmethod
+    def _status(ui: Interface) -> str:
+        world, enemy = ui.world, other_tag(ui.player)
+        if not world.at_war:
+            return "PEACE"
+        ours, theirs = (round(100 * world.surrender[t]) for t in (ui.player, enemy))
+        return f"AT WAR   surrender {ui.player} {ours}%  {enemy} {theirs}%"
 
     @staticmethod
     def _drag(ui: Interface) -> tuple:
@@ -236,12 +282,24 @@ class Renderer:
     def _map_overlay(self, ui: Interface, key: tuple) -> pygame.Surface:
         if self._overlay is not None and self._overlay[0] == key:
             return self._overlay[1]
+        marks: Marks = key[2]
         surface = self._coloured_map(ui).copy()
-        self._draw_fronts_and_plans(surface, ui)
-        self._draw_paths(surface, ui)
-        self._draw_counters(surface, ui)
-        self._draw_battles(surface, ui)
-        self._draw_drag(surface, ui)
+        self._draw_fronts(surface, ui, marks.fronts)
+        for route in marks.paths:  # where the selected divisions are walking to
+            points = [self._screen(ui, p) for p in route]
+            pygame.draw.lines(surface, (246, 244, 236), False, points, self.layout.px(2))
+        self._draw_counters(surface, ui, marks.counters)
+        self._draw_battles(surface, ui, marks.battles)
+        for plan, executing, chosen in marks.plans:  # over the counters: never hidden under its own army
+            points = [self._screen(ui, p) for p in plan]
+            self._arrow(surface, points, RUNNING if executing else PLAN, self.layout.px(9 if chosen else 6))
+        if marks.drag:
+            kind, (x0, y0), (x1, y1) = marks.drag
+            if kind == "box":
+                box = pygame.Rect(min(x0, x1), min(y0, y1), abs(x1 - x0) + 1, abs(y1 - y0) + 1)
+                pygame.draw.rect(surface, (130, 236, 120), box, self.layout.px(2))
+            elif (x0, y0) != (x1, y1):
+                self._arrow(surface, [(x0, y0), (x1, y1)], PLAN, self.layout.px(6))
         self._overlay = (key, surface)
         self.stats["overlay"] += 1
         return surface
@@ -256,26 +314,15 @@ class Renderer:
         ys = ay + (points[:, 1] - camera.cy) * scale
         return list(zip(xs.tolist(), ys.tolist(), strict=True))
 
-    def _draw_fronts_and_plans(self, surface: pygame.Surface, ui: Interface) -> None:
-        world, px = ui.world, self.layout.px
-        armies = [world.armies[i] for i in ui.player_armies()]
-        for army in armies:
-            if army.front is None:
-                continue
-            colour = SELECTED if army.id == ui.army else FRONT
-            width = px(7 if army.id == ui.army else 5)
-            for p in world.army_front(army.id):
-                for n in world.adj[p]:
-                    if world.control[n] == army.front:
-                        chain = self.geo.chain(p, n)
-                        if len(chain) >= 2:
-                            pygame.draw.lines(surface, colour, False, self._screen_points(ui, chain), width)
-        for army in armies:
-            if len(army.plan) < 2:
-                continue
-            points = [self._screen(ui, p) for p in army.plan]
-            colour = RUNNING if army.executing else PLAN
-            self._arrow(surface, points, colour, px(9 if army.id == ui.army else 6))
+    def _draw_fronts(self, surface: pygame.Surface, ui: Interface, fronts: tuple) -> None:
+        """Each army's front line along its provinces' borders with the enemy (the selected one gold)."""
+        px = self.layout.px
+        for chosen, pairs in fronts:
+            colour, width = (SELECTED, px(7)) if chosen else (FRONT, px(5))
+            for p, n in pairs:
+                chain = self.geo.chain(p, n)
+                if len(chain) >= 2:
+                    pygame.draw.lines(surface, colour, False, self._screen_points(ui, chain), width)
 
     def _arrow(self, surface: pygame.Surface, points: list, colour: tuple, width: int) -> None:
         """A thick polyline with an arrowhead at its end, outlined so it reads on any terrain."""
@@ -299,71 +346,38 @@ class Renderer:
             ],
         )
 
-    def _draw_paths(self, surface: pygame.Surface, ui: Interface) -> None:
-        """The routes of the selected divisions (where a right-click sent them)."""
-        world = ui.world
-        for did in ui.selected:
-            d = world.divisions.get(did)
-            if d is not None and d.path:
-                points = [self._screen(ui, p) for p in [d.province, *d.path]]
-                pygame.draw.lines(surface, (246, 244, 236), False, points, self.layout.px(2))
-
-    def _draw_counters(self, surface: pygame.Surface, ui: Interface) -> None:
-        world, px = ui.world, self.layout.px
-        groups: dict[tuple[int, str], list] = {}
-        for d in world.divisions.values():
-            groups.setdefault((d.province, d.tag), []).append(d)
+    def _draw_counters(self, surface: pygame.Surface, ui: Interface, counters: tuple) -> None:
+        """One counter per province and side: the number of divisions, the mean organisation below."""
+        px = self.layout.px
         w, h = px(40), px(24)
-        chosen = set(ui.selected)
-        for (pid, tag), divs in sorted(groups.items()):
+        for pid, tag, count, selected, org_tenths, displaced in counters:
             x, y = self._screen(ui, pid)
-            if tag != world.control[pid]:  # an attacker standing in a province it just took
+            if displaced:  # an attacker standing in a province it just took: beside the defender's
                 x += w * 0.6
             rect = pygame.Rect(round(x) - w // 2, round(y) - h // 2, w, h)
             if not rect.colliderect(surface.get_rect()):
                 continue
-            selected = any(d.id in chosen for d in divs)
             fill = COUNTER[tag]
             if selected:
                 fill = tuple(min(255, c + 60) for c in fill)
             pygame.draw.rect(surface, fill, rect)
-            pygame.draw.rect(
-                surface, SELECTED if selected else (14, 12, 10), rect, px(3 if selected else 1.5)
-            )
-            self._blit_text(surface, str(len(divs)), 22, (250, 250, 250), rect, "center")
-            org = sum(d.org for d in divs) / len(divs)
+            edge, width = (SELECTED, px(3)) if selected else ((14, 12, 10), px(1.5))
+            pygame.draw.rect(surface, edge, rect, width)
+            self._blit_text(surface, str(count), 22, (250, 250, 250), rect, "center")
             bar = pygame.Rect(rect.x, rect.bottom, rect.w, px(5))
             pygame.draw.rect(surface, (20, 18, 16), bar)
-            pygame.draw.rect(surface, (80, 200, 70), (bar.x, bar.y, round(bar.w * org), bar.h))
+            pygame.draw.rect(surface, (80, 200, 70), (bar.x, bar.y, round(bar.w * org_tenths / 10), bar.h))
 
-    def _draw_battles(self, surface: pygame.Surface, ui: Interface) -> None:
+    def _draw_battles(self, surface: pygame.Surface, ui: Interface, battles: tuple) -> None:
         """Crossed swords on every border where a division attacks this hour."""
-        world, px = ui.world, self.layout.px
-        fights = set()
-        for d in world.divisions.values():
-            if d.path and not d.resting:
-                nxt = d.path[0]
-                holder = world.control[nxt]
-                if holder != d.tag and world.occupants[nxt] and nxt in world.adj[d.province]:
-                    fights.add((d.province, nxt))
+        px = self.layout.px
         r = px(11)
-        for a, b in sorted(fights):
+        for a, b in battles:
             (xa, ya), (xb, yb) = self._screen(ui, a), self._screen(ui, b)
             x, y = round(xa + (xb - xa) * 0.6), round(ya + (yb - ya) * 0.6)
             pygame.draw.circle(surface, (24, 18, 14), (x, y), r + px(3))
             pygame.draw.line(surface, (250, 226, 120), (x - r, y - r), (x + r, y + r), px(3))
             pygame.draw.line(surface, (250, 226, 120), (x - r, y + r), (x + r, y - r), px(3))
-
-    def _draw_drag(self, surface: pygame.Surface, ui: Interface) -> None:
-        drag = self._drag(ui)
-        if not drag:
-            return
-        kind, (x0, y0), (x1, y1) = drag
-        if kind == "box":
-            box = pygame.Rect(min(x0, x1), min(y0, y1), abs(x1 - x0) + 1, abs(y1 - y0) + 1)
-            pygame.draw.rect(surface, (130, 236, 120), box, self.layout.px(2))
-        elif (x0, y0) != (x1, y1):
-            self._arrow(surface, [(x0, y0), (x1, y1)], PLAN, self.layout.px(6))
 
     # --- the interface ----------------------------------------------------------------------------
 
@@ -451,7 +465,7 @@ class Renderer:
         pygame.draw.rect(surface, (16, 14, 12), rect, px(2))
 
     def _draw_top_bar(self, surface: pygame.Surface, ui: Interface) -> None:
-        layout, world, px = self.layout, ui.world, self.layout.px
+        layout, px = self.layout, self.layout.px
         bar = layout["top_bar"]
         pygame.draw.rect(surface, PANEL, bar)
         pygame.draw.line(surface, GOLD, (bar.x, bar.bottom - 1), (bar.right, bar.bottom - 1), px(2))
@@ -460,18 +474,13 @@ class Renderer:
         self._blit_text(surface, ui.player, 30, TEXT, layout["tag_player"], "left")
         self._flag(surface, layout["flag_enemy"], enemy)
         self._blit_text(surface, enemy, 30, TEXT, layout["tag_enemy"], "right")
-        if world.at_war:
-            status = (
-                f"AT WAR   surrender {ui.player} {world.surrender[ui.player]:.0%}  "
-                f"{enemy} {world.surrender[enemy]:.0%}"
-            )
-            self._blit_text(surface, status, 24, (240, 120, 100), layout["war_status"], "left")
-        else:
-            self._blit_text(surface, "PEACE", 24, DIM, layout["war_status"], "left")
+        status = self._status(ui)
+        colour = DIM if status == "PEACE" else (240, 120, 100)
+        self._blit_text(surface, status, 24, colour, layout["war_status"], "left")
         date_box = layout["date_box"]
         paused = ui.clock.paused
         self._panel(surface, date_box, (110, 30, 24) if paused else PANEL_LIGHT, GOLD, 2)
-        self._blit_text(surface, date_label(world.date_text()), 28, TEXT, date_box, "center")
+        self._blit_text(surface, date_label(ui.world.date_text()), 28, TEXT, date_box, "center")
         speed_box = layout["speed_box"]
         self._panel(surface, speed_box, PANEL_LIGHT, ALARM if paused else GOLD, 2)
         pip = px(18)
@@ -519,7 +528,7 @@ class Renderer:
             self._blit_text(surface, message[:90], 22, TEXT, rect, "center")
 
     def _draw_army_bar(self, surface: pygame.Surface, ui: Interface) -> None:
-        layout, world, px = self.layout, ui.world, self.layout.px
+        layout, px = self.layout, self.layout.px
         bar = layout["army_bar"]
         pygame.draw.rect(surface, PANEL, bar)
         pygame.draw.line(surface, GOLD, (bar.x, bar.y), (bar.right, bar.y), px(2))
@@ -529,48 +538,24 @@ class Renderer:
         arm, thick = plus.w * 3 // 10, max(2, plus.w // 8)
         pygame.draw.rect(surface, (245, 245, 235), (cx - arm, cy - thick // 2, 2 * arm, thick))
         pygame.draw.rect(surface, (245, 245, 235), (cx - thick // 2, cy - arm, thick, 2 * arm))
-        armies = ui.player_armies()
-        for i, aid in enumerate(armies[:MAX_CARDS]):
-            army = world.armies[aid]
+        cards = self._cards(ui)
+        for i, (_, name, divisions, front, plan, state, chosen) in enumerate(cards[:MAX_CARDS]):
             card = layout.card(i)
-            chosen = aid == ui.army
-            self._panel(
-                surface,
-                card,
-                (88, 80, 58) if chosen else PANEL_LIGHT,
-                SELECTED if chosen else PANEL_EDGE,
-                4 if chosen else 2,
-            )
+            fill, edge = ((88, 80, 58), SELECTED) if chosen else (PANEL_LIGHT, PANEL_EDGE)
+            self._panel(surface, card, fill, edge, 4 if chosen else 2)
             row = card.h // 4
-            self._blit_text(
-                surface,
-                army.name,
-                26,
-                SELECTED if chosen else TEXT,
-                Rect(card.x, card.y + px(4), card.w, row),
-                "left",
-            )
-            self._blit_text(
-                surface,
-                f"{len(army.divisions)} divisions",
-                22,
-                TEXT,
-                Rect(card.x, card.y + row, card.w, row),
-                "left",
-            )
-            front = f"Front: {army.front}" if army.front else "No front"
-            self._blit_text(surface, front, 20, DIM, Rect(card.x, card.y + 2 * row, card.w, row), "left")
-            state = ui.execute_state(aid)
-            if state == "running":
-                plan = f"Attacking {world.plan_progress(aid):.0%}"
-            else:
-                plan = "Plan ready" if state == "ready" else "Plan done" if army.plan else "No plan"
-            self._blit_text(
-                surface, plan, 20, DIM, Rect(card.x, card.y + 3 * row - px(4), card.w, row), "left"
-            )
+            rows = [
+                (name, 26, SELECTED if chosen else TEXT),
+                (divisions, 22, TEXT),
+                (front, 20, DIM),
+                (plan, 20, DIM),
+            ]
+            for r, (text, size, colour) in enumerate(rows):
+                top = card.y + (px(4) if r == 0 else r * row - (px(4) if r == 3 else 0))
+                self._blit_text(surface, text, size, colour, Rect(card.x, top, card.w, row), "left")
             self._execute_arrow(surface, layout.execute(i), state)
-        if len(armies) > MAX_CARDS:
-            self._blit_text(surface, f"+{len(armies) - MAX_CARDS}", 24, TEXT, layout["cards_more"], "center")
+        if len(cards) > MAX_CARDS:
+            self._blit_text(surface, f"+{len(cards) - MAX_CARDS}", 24, TEXT, layout["cards_more"], "center")
 
     def _execute_arrow(self, surface: pygame.Surface, rect: Rect, state: str) -> None:
         """HOI4's execute button: grey without a plan, green when ready, orange (with a halt bar) while
