@@ -151,11 +151,19 @@ class _Shape:
         return g
 
 
-def _blu_label(u: np.ndarray, v: np.ndarray, east: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+def _blu_label(
+    u: np.ndarray, v: np.ndarray, east: np.ndarray, bounds: np.ndarray, tilts: np.ndarray
+) -> np.ndarray:
     """BLU province ids (1..96) for design-space points known to be BLU land."""
     s = COLS * (u - WEST) / (east - WEST)
     row = np.clip(np.floor(v - ROW_OFFSET), 0, ROWS - 1).astype(np.int64)
-    col = (s[:, None] >= bounds[row]).sum(axis=1)
+    within = np.clip(v - ROW_OFFSET - row - 0.5, -0.5, 0.5)  # -0.5 at a row's top, +0.5 at its bottom
+    # Border k lies within 0.43 of s = k (offset 0.25 + jitter 0.08 + slant 0.1), so every border up to
+    # floor(s - 0.5) is passed and only the next one needs a look.
+    passed = np.clip(np.floor(s - 0.5), 0, COLS - 1).astype(np.int64)
+    padded = np.concatenate([bounds, np.full((ROWS, 1), np.inf)], axis=1)
+    slant = np.concatenate([tilts, np.zeros((ROWS, 1))], axis=1)
+    col = passed + (s >= padded[row, passed] + slant[row, passed] * within)
     return (1 + row * COLS + col).astype(np.uint16)
 
 
@@ -173,8 +181,11 @@ def _raster(design: Design, rng: np.random.Generator) -> np.ndarray:
         np.arange(1, COLS, dtype=np.float64)[None, :]
         + np.where(np.arange(ROWS) % 2 == 0, 0.25, -0.25)[:, None]
     )
-    bounds = base + rng.uniform(-0.12, 0.12, size=(ROWS, COLS - 1))
-    octaves = ((2.2, 0.30), (0.9, 0.12), (0.45, 0.05))
+    # Each column border is also slanted; jitter and slant together keep adjacent rows' borders
+    # at least 0.14 cells apart where they meet a row line.
+    bounds = base + rng.uniform(-0.08, 0.08, size=(ROWS, COLS - 1))
+    tilts = rng.uniform(-0.2, 0.2, size=(ROWS, COLS - 1))
+    octaves = ((2.2, 0.32), (0.9, 0.16), (0.45, 0.07), (0.22, 0.025))
     nu = _antisymmetric(_smooth_field(rng, octaves))
     nv = _antisymmetric(_smooth_field(rng, octaves))
     half = WIDTH // 2
@@ -189,10 +200,10 @@ def _raster(design: Design, rng: np.random.Generator) -> np.ndarray:
     blu = land & (u < 12.0 + bulge - gap)
     red = land & (u > 12.0 + bulge + gap)
     labels = np.zeros(u.shape, dtype=np.uint16)
-    labels[blu] = _blu_label(u[blu], v[blu], (12.0 + bulge - gap)[blu], bounds)
+    labels[blu] = _blu_label(u[blu], v[blu], (12.0 + bulge - gap)[blu], bounds, tilts)
     # A RED point is the half-turn image of a BLU point at (24 - u, 8 - v).
     ru, rv = 24.0 - u[red], 8.0 - v[red]
-    labels[red] = _blu_label(ru, rv, (12.0 + shape.bulge(rv) - shape.gap(rv)), bounds) + N_SIDE
+    labels[red] = _blu_label(ru, rv, (12.0 + shape.bulge(rv) - shape.gap(rv)), bounds, tilts) + N_SIDE
     left = labels.reshape(HEIGHT, half)
     lut = _mirror_lut()
     return np.concatenate([left, lut[left[::-1, ::-1]]], axis=1)

@@ -48,7 +48,9 @@ def count_pieces(raster: np.ndarray) -> np.ndarray:
     run_id = np.cumsum(starts.ravel()).reshape(h, w) - 1
     n_runs = int(run_id[-1, -1]) + 1
     run_label = r.ravel()[starts.ravel()]
-    same = r[:-1, :] == r[1:, :]
+    # Two overlapping runs in consecutive rows overlap at a column where one of them starts, so only
+    # those columns need linking.
+    same = (r[:-1, :] == r[1:, :]) & (starts[:-1, :] | starts[1:, :])
     a = run_id[:-1, :][same]
     b = run_id[1:, :][same]
     links = np.unique(a * n_runs + b)
