@@ -38,7 +38,7 @@ from hoi4_arena.sim.clock import SPEEDS, GameClock
 from hoi4_arena.sim.cursor import cursor_sprite, draw_pointer
 from hoi4_arena.sim.input import SimEvent
 from hoi4_arena.sim.interface import Interface
-from hoi4_arena.sim.render import Renderer
+from hoi4_arena.sim.render import Renderer, date_label
 from hoi4_arena.sim.render_map import geometry
 from hoi4_arena.sim.world import World
 
@@ -175,7 +175,8 @@ class SimGame:
     def _check_end(self) -> None:
         if self.world.over and not self._ended:
             self._ended = True
-            self.ui.popups.append(popups.victory(self.ui.player, self.world.winner, self.world.end_reason))
+            date = date_label(self.world.date_text())
+            self.ui.popups.append(popups.victory(self.ui.player, self.world.winner, date))
 
     # --- what the caller reads --------------------------------------------------------------------
 

@@ -57,13 +57,18 @@ def diplomacy(enemy: str, at_war: bool) -> Popup:
     return Popup("diplomacy", f"Diplomacy: {enemy}", body)
 
 
-def victory(player: str, winner: str | None, reason: str | None) -> Popup:
+def victory(player: str, winner: str | None, date: str) -> Popup:
     """The end panel from the player's point of view: VICTORY, DEFEAT or DRAW, naming the winner."""
     if winner is None:
-        return Popup("victory", "DRAW", ("The time limit was reached.", "Neither side capitulated."))
-    loser = other_tag(winner)
+        return Popup(
+            "victory",
+            "DRAW",
+            ("The time limit was reached: neither side capitulated.", f"The war ended on {date}."),
+        )
     title = "VICTORY" if winner == player else "DEFEAT"
-    return Popup("victory", title, (f"{winner} wins: {loser} capitulated.", f"Reason: {reason}."))
+    return Popup(
+        "victory", title, (f"{winner} wins: {other_tag(winner)} capitulated.", f"The war ended on {date}.")
+    )
 
 
 class EventSchedule:

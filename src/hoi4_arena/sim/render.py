@@ -547,8 +547,8 @@ class Renderer:
             rows = [
                 (name, 26, SELECTED if chosen else TEXT),
                 (divisions, 22, TEXT),
-                (front, 20, DIM),
-                (plan, 20, DIM),
+                (front, 18, DIM),
+                (plan, 18, DIM),
             ]
             for r, (text, size, colour) in enumerate(rows):
                 top = card.y + (px(4) if r == 0 else r * row - (px(4) if r == 3 else 0))
@@ -606,6 +606,7 @@ class Renderer:
         pygame.draw.rect(surface, (70, 58, 38), title)
         pygame.draw.line(surface, GOLD, (title.x, title.bottom), (title.right - 1, title.bottom), px(2))
         if popup.kind == "victory":
+            self._blit_text(surface, "THE WAR IS OVER", 20, GOLD, title, "left")
             colour = {"VICTORY": GOLD, "DEFEAT": (240, 90, 70)}.get(popup.title, TEXT)
             self._blit_text(
                 surface,
