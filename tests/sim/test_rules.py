@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from tests.sim.conftest import crossing, stage
 
 from hoi4_arena.sim.world import World
 
 
 def _battle(
+    stage,
+    crossing,
     arena,
     attackers: int,
     defenders: int,
@@ -37,8 +38,8 @@ def _battle(
     return world
 
 
-def test_a_stronger_attack_wins_and_captures_on_arrival(plains) -> None:
-    world = _battle(plains, attackers=3, defenders=1, hours=72)
+def test_a_stronger_attack_wins_and_captures_on_arrival(plains, stage, crossing) -> None:
+    world = _battle(stage, crossing, plains, attackers=3, defenders=1, hours=72)
     e = world.target_province
     assert world.controller(e) == "BLU"
     assert any(d.province == e for d in world.divisions_of("BLU"))
@@ -46,8 +47,8 @@ def test_a_stronger_attack_wins_and_captures_on_arrival(plains) -> None:
     assert any(line.startswith("ARENA control") and f"province={e} " in line for line in world.log_lines)
 
 
-def test_a_weaker_attack_fails_and_breaks_off(plains) -> None:
-    world = _battle(plains, attackers=1, defenders=3, hours=72, entrench=1.0)
+def test_a_weaker_attack_fails_and_breaks_off(plains, stage, crossing) -> None:
+    world = _battle(stage, crossing, plains, attackers=1, defenders=3, hours=72, entrench=1.0)
     assert world.controller(world.target_province) == "RED"
     attacker = world.divisions[1]
     assert attacker.province == world.front_province and attacker.org < 0.9
@@ -58,16 +59,16 @@ def test_a_weaker_attack_fails_and_breaks_off(plains) -> None:
     "handicap",
     [{"river": 1}, {"river": 2}, {"terrain": "forest"}, {"terrain": "mountain"}, {"entrench": 1.0}],
 )
-def test_rivers_terrain_and_entrenchment_hurt_the_attacker(plains, handicap) -> None:
+def test_rivers_terrain_and_entrenchment_hurt_the_attacker(plains, handicap, stage, crossing) -> None:
     # Same seed, same luck: the only difference is the handicap.
-    even = _battle(plains, attackers=2, defenders=2, hours=10)
-    hard = _battle(plains, attackers=2, defenders=2, hours=10, **handicap)
+    even = _battle(stage, crossing, plains, attackers=2, defenders=2, hours=10)
+    hard = _battle(stage, crossing, plains, attackers=2, defenders=2, hours=10, **handicap)
     org = lambda w, ids: sum(w.divisions[i].org for i in ids)  # noqa: E731
     assert org(hard, (25, 26)) > org(even, (25, 26))
     assert org(hard, (1, 2)) < org(even, (1, 2))
 
 
-def test_larger_rivers_are_slower_to_cross(plains) -> None:
+def test_larger_rivers_are_slower_to_cross(plains, crossing) -> None:
     world = World(plains, 0)
     f, e = crossing(world)
     plain = world._move_need(f, e)
@@ -75,7 +76,7 @@ def test_larger_rivers_are_slower_to_cross(plains) -> None:
     assert world._move_need(f, e) == plain * world.rules.river_move[2] > plain
 
 
-def test_concentration_from_more_directions_adds_width(plains) -> None:
+def test_concentration_from_more_directions_adds_width(plains, stage, crossing) -> None:
     world = World(plains, 0, declarer="BLU")
     _, e = crossing(world)
     sources = [n for n in world.adj[e] if world.owner[n] == "BLU"]
@@ -88,7 +89,7 @@ def test_concentration_from_more_directions_adds_width(plains) -> None:
     assert len(fought) == 5  # width 3 from one direction, +2 for the second
 
 
-def test_a_cut_off_defender_is_destroyed(plains) -> None:
+def test_a_cut_off_defender_is_destroyed(plains, stage, crossing) -> None:
     world = World(plains, 0, declarer="BLU")
     f, e = crossing(world)
     stage(world, {1: f, 2: f, 3: f, 25: e})
@@ -106,7 +107,7 @@ def test_a_cut_off_defender_is_destroyed(plains) -> None:
     assert 25 in world.destroyed and world.controller(e) == "BLU"
 
 
-def test_supply_falls_with_distance_from_the_railway(plains) -> None:
+def test_supply_falls_with_distance_from_the_railway(plains, stage) -> None:
     world = World(plains, 0, declarer="BLU")
     rail = set(world.arena.railways["BLU"])
     far = max(world.arena.provinces_of("BLU"), key=lambda p: min(int(world.distance[p, r]) for r in rail))
