@@ -16,13 +16,15 @@ the X server's CPU per second (the grab's copy happens there), frames recorded a
 (encoder queue full + ticks the loop was late for), and the ratio recorder / capture. The aim (issue 6):
 no dropped frames at 5 Hz at 960x540 on the 2-core development machine; and what 1080p costs.
 
-The window program is a parameter: `--app pattern` (the tests' static noise window; cheap for x264
-after its first keyframe), `--app map` (default: an arena map panning a few pixels every frame, like a
-person scrolling the map: every frame differs, closer to a game screen), or a command line with
-{width}, {height} and {title} placeholders (the simulator's window once it exists).
+The window program is a parameter: `--app sim` (default: the simulator's window, `hoi4-arena sim`,
+playing river:3 at speed 3 with RED's declaration and the AI at war, its ARENA log tailed as in a real
+recording), `--app map` (an arena map panning a few pixels every frame, like a person scrolling
+the map), `--app pattern` (the tests' static noise window: incompressible, but static after its first
+keyframe), or a command line with {width}, {height} and {title} placeholders (`--title` names the
+window to wait for when the command sets its own).
 
 Try: python bench/record.py --seconds 10
-     python bench/record.py --app pattern --sizes 960x540 --rates 5
+     python bench/record.py --app map --sizes 960x540 --rates 5
 """
 
 from __future__ import annotations
@@ -94,21 +96,33 @@ def serve_map_window(width: int, height: int, title: str, fps: float) -> None:
 class Window:
     """A window program running on the display, found by its title."""
 
-    def __init__(self, app: str, display: str, width: int, height: int, scratch: Path, fps: float) -> None:
+    def __init__(
+        self, app: str, display: str, size: tuple[int, int], scratch: Path, fps: float, title: str
+    ) -> None:
+        width, height = size
         self.pattern: PatternApp | None = None
         self.process: subprocess.Popen | None = None
+        self.game_log: Path | None = None
         if app == "pattern":
             self.pattern = PatternApp(display, scratch / f"events-{width}.jsonl", width=width, height=height)
             self.title = self.pattern.title
             return
-        self.title = f"{MAP_TITLE} {width}x{height}" if app == "map" else f"bench window {width}x{height}"
-        if app == "map":
+        self.title = title
+        if app == "sim":
+            userdir = scratch / f"sim-{width}x{height}"
+            self.game_log = userdir / "logs" / "game.log"
+            self.title = "hoi4-arena sim"
+            command = [sys.executable, "-m", "hoi4_arena.cli", "sim", "--size", f"{width}x{height}"]
+            command += ["--preset", "river:3", "--declarer", "RED", "--ai", "both", "--no-news"]
+            command += ["--userdir", str(userdir)]
+        elif app == "map":
+            self.title = f"{MAP_TITLE} {width}x{height}"
             command = [sys.executable, __file__, "--serve-window", "--fps", str(fps)]
             command += ["--sizes", f"{width}x{height}", "--title", self.title]
         else:
             command = shlex.split(app.format(width=width, height=height, title=shlex.quote(self.title)))
         env = {**__import__("os").environ, "DISPLAY": display, "SDL_VIDEODRIVER": "x11"}
-        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         self._wait_for(display)
 
     def _wait_for(self, display: str) -> None:
@@ -230,6 +244,7 @@ def bench_one(worker: X11Worker, sct, hz: float, seconds: float, codec: str, fol
             "encoder_dropped": summary["dropped_frames"],
             "late_ticks": summary["missed_ticks"],
             "inputs": summary["inputs"],
+            "log_lines": summary["log_lines"],
             "reason": reason,
             "mb_per_min": round((folder / "screen.mkv").stat().st_size / 2**20 * 60 / seconds, 1),
         }
@@ -244,7 +259,7 @@ def bench_one(worker: X11Worker, sct, hz: float, seconds: float, codec: str, fol
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--app", default="map", help="pattern, map, or a command with {width} {height} {title}"
+        "--app", default="sim", help="sim, map, pattern, or a command with {width} {height} {title}"
     )
     parser.add_argument("--sizes", default="1920x1080,960x540", help="window sizes WxH, comma-separated")
     parser.add_argument("--rates", default="10,5", help="capture rates in Hz, comma-separated")
@@ -252,7 +267,7 @@ def main() -> None:
     parser.add_argument("--codec", default="x264", help="x264, ffv1 or nvenc")
     parser.add_argument("--fps", type=float, default=20.0, help="the map window's frames a second")
     parser.add_argument("--serve-window", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--title", default=MAP_TITLE, help=argparse.SUPPRESS)
+    parser.add_argument("--title", default="bench window", help="the window a custom --app shows")
     args = parser.parse_args()
     sizes = [tuple(int(v) for v in size.lower().split("x")) for size in args.sizes.split(",")]
     if args.serve_window:
@@ -265,10 +280,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch, Xvfb(width=1920, height=1080) as server:
         xvfb = psutil.Process(server.pid)
         for width, height in sizes:
-            window = Window(args.app, server.display, width, height, Path(scratch), args.fps)
+            window = Window(args.app, server.display, (width, height), Path(scratch), args.fps, args.title)
             try:
                 with (
-                    X11Worker(server.display, window=window.title) as worker,
+                    X11Worker(server.display, window=window.title, game_log_path=window.game_log) as worker,
                     mss.MSS(display=server.display, backend="xshmgetimage") as sct,
                 ):
                     from Xlib import X

@@ -5,6 +5,7 @@ mouse's. Every test runs the real command in a subprocess and checks the session
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from Xlib.ext import xtest
 from hoi4_arena.gamelog import SCHEMA_VERSION, format_line
 from hoi4_arena.screen.events import VK_SHIFT, InputEvent
 from hoi4_arena.screen.tokens import kind_of
+from hoi4_arena.screen.worker import WorkerError
+from hoi4_arena.screen.x11_worker import find_window
 from hoi4_arena.screen.xvfb import Xvfb
 from hoi4_arena.sessions.check import check_session
 from hoi4_arena.sessions.format import LOCK, JsonLines
@@ -415,3 +418,51 @@ def test_the_game_closing_ends_the_recording_and_keeps_it(server, tmp_path: Path
     assert rc == 0, err
     assert summary["ended"]["reason"] == "window_gone" and summary["check"]["verdict"] == "ok"
     assert summary["frames"] >= 5
+
+
+def test_a_session_of_the_simulators_window(server, tmp_path: Path) -> None:
+    """The real target: `hoi4-arena sim` in a window, its ARENA log tailed, a person's clicks heard."""
+    userdir = tmp_path / "user"
+    env = {**os.environ, "DISPLAY": server.display, "SDL_VIDEODRIVER": "x11", "SDL_AUDIODRIVER": "dummy"}
+    command = [sys.executable, "-m", "hoi4_arena.cli", "sim", "--size", "640x360", "--preset", "river:3"]
+    command += ["--declarer", "RED", "--no-news", "--speed", "5", "--userdir", str(userdir)]
+    game = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    conn = Display(server.display)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                window = find_window(conn, "hoi4-arena sim")
+                break
+            except WorkerError:
+                assert game.poll() is None and time.monotonic() < deadline, "the sim window never appeared"
+                time.sleep(0.1)
+        conn.create_resource_object("window", window.id).set_input_focus(X.RevertToParent, X.CurrentTime)
+        conn.sync()
+        folder = tmp_path / "s"
+        game_log = userdir / "logs" / "game.log"
+        process = start_record(
+            folder, server.display, "--game-log", str(game_log), seconds=3.0, window="hoi4-arena sim"
+        )
+        wait_for_frames(folder, 5, process)
+        origin = conn.screen().root.translate_coords(conn.create_resource_object("window", window.id), 0, 0)
+        xtest.fake_input(conn, X.MotionNotify, x=origin.x + 320, y=origin.y + 200)
+        xtest.fake_input(conn, X.ButtonPress, 3)
+        xtest.fake_input(conn, X.ButtonRelease, 3)
+        conn.sync()
+        rc, summary, err = finish(process)
+    finally:
+        conn.close()
+        game.terminate()
+        game.wait(timeout=10)
+    assert rc == 0, err
+    assert summary["check"]["verdict"] == "ok" and summary["screen"] == [640, 360]
+    assert (summary["arena"], summary["declarer"], summary["side"]) == ("river", "RED", "BLU")
+    assert summary["players"] == {"BLU": "human", "RED": "ai"} and summary["log_lines"] > 4
+    assert [(e.kind, e.x, e.y, e.button) for e in stored_inputs(folder)] == [
+        ("move", 320, 200, ""),
+        ("button_down", 320, 200, "right"),
+        ("button_up", 320, 200, "right"),
+    ]
+    decisions = list(SessionReader(folder).decisions())
+    assert decisions[-1].arena.attacker == "RED" and decisions[-1].arena.arena == "river"
