@@ -31,6 +31,9 @@ def _play(job: tuple[str, int, str, str, int, float]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=100, help="AI-vs-AI games per preset")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds run from here (map seed = world seed)"
+    )
     parser.add_argument("--rush", type=int, default=0, help="rush-vs-AI games in all (spread over presets)")
     parser.add_argument("--days", type=int, default=365, help="time limit per game")
     parser.add_argument("--strength", type=float, default=0.5, help="AI strength")
@@ -39,11 +42,12 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="write every game's outcome here")
     args = parser.parse_args()
     presets = args.presets.split(",")
-    jobs = [(p, s, "ai", "ai", args.days, args.strength) for p in presets for s in range(args.games)]
+    seeds = range(args.first_seed, args.first_seed + args.games)
+    jobs = [(p, s, "ai", "ai", args.days, args.strength) for p in presets for s in seeds]
     rush_jobs = []
     for i in range(args.rush):
         preset = presets[i % len(presets)]
-        seed = 1000 + i
+        seed = 1000 + 10 * args.first_seed + i  # rush games never share a seed with AI-vs-AI ones
         rush_jobs.append(
             (preset, seed, "rush", "ai", args.days, args.strength)
             if i % 2 == 0
@@ -55,7 +59,10 @@ def main() -> None:
         rush_results = list(pool.map(_play, rush_jobs, chunksize=4))
     wall = time.perf_counter() - t0
 
-    print(f"AI vs AI, strength {args.strength}, {args.games} games per preset, time limit {args.days} days")
+    print(
+        f"AI vs AI, strength {args.strength}, {args.games} games per preset (seeds {seeds.start}..{seeds.stop - 1}),"
+        f" time limit {args.days} days"
+    )
     print(
         f"{'preset':9} {'BLU':>5} {'RED':>5} {'draw':>5} {'declarer won':>13} {'median days':>12} {'days 10-90%':>12}"
     )
