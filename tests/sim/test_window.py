@@ -28,6 +28,7 @@ from hoi4_arena.sim.opening import opening
 pytestmark = pytest.mark.x11
 
 SIZE = (540, 960)
+SPACING_NS = 4_000_000
 ARGS = ["--preset", "plains", "--seed", "0", "--size", "960x540", "--paused", "--ai", "none", "--no-events"]
 
 
@@ -50,6 +51,7 @@ class Window:
             stderr=subprocess.PIPE,
         )
         self.log = userdir / "logs" / "game.log"
+        self.result: tuple[int, str] | None = None
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -79,19 +81,32 @@ class Window:
         self.conn.sync()
 
     def send(self, events: list[SimEvent]) -> None:
-        """The events as real X input (XTest through the X11 worker, armed for a harness)."""
+        """The events as real X input (XTest through the X11 worker, armed for a harness), 4 ms apart.
+
+        The spacing matters: SDL takes a key release followed within 2 ms (X server time) by a press of
+        the same key anywhere in its queue for auto-repeat and drops both, so a burst that types "ee"
+        would type one "e". A person, or a policy's 25 ms slots, never come that close.
+        """
+        start = time.monotonic_ns() + 20_000_000
         converted = [
             InputEvent(
-                0, e.kind, e.x, e.y, button=e.button, key=KEY_CODES[e.key] if e.key else 0, delta=e.delta
+                start + i * SPACING_NS,
+                e.kind,
+                e.x,
+                e.y,
+                button=e.button,
+                key=KEY_CODES[e.key] if e.key else 0,
+                delta=e.delta,
             )
-            for e in events
+            for i, e in enumerate(events)
         ]
-        self.worker.apply(converted)
+        self.worker.apply(converted, timed=True)
+        time.sleep((converted[-1].t_ns - time.monotonic_ns()) / 1e9 + 0.02)
 
     def capture(self) -> np.ndarray:
         return self.worker.capture(CaptureRequest(views=False, full=True)).frame
 
-    def wait_for(self, *expected: np.ndarray, timeout: float = 15.0) -> np.ndarray:
+    def wait_for(self, *expected: np.ndarray, timeout: float = 15.0, what: str = "") -> np.ndarray:
         """Capture until the window shows one of `expected`; fail with the difference if it never does."""
         deadline = time.monotonic() + timeout
         while True:
@@ -101,25 +116,29 @@ class Window:
             if time.monotonic() > deadline:
                 diff = np.argwhere((frame != expected[0]).any(axis=2))
                 pytest.fail(
-                    f"the window differs from the headless frame at {len(diff)} pixels: {diff[:5].tolist()}"
+                    f"{what}: the window differs from the headless frame at {len(diff)} pixels: {diff[:5].tolist()}"
                 )
             time.sleep(0.05)
 
     def stop(self) -> tuple[int, str]:
+        """Close the worker (and its guardian) and end the window; returns its exit status and stdout."""
         if hasattr(self, "worker"):
             self.worker.close()
-        if self.process.poll() is None:
-            self.process.terminate()
-        out, _ = self.process.communicate(timeout=20)
-        return self.process.returncode, out.decode()
+            self.conn.close()
+            del self.worker
+        if self.result is None:
+            if self.process.poll() is None:
+                self.process.terminate()
+            out, _ = self.process.communicate(timeout=20)
+            self.result = (self.process.returncode, out.decode())
+        return self.result
 
 
 @pytest.fixture
 def window(server, tmp_path):
     running = Window(server.display, tmp_path)
     yield running
-    if running.process.poll() is None:
-        running.stop()
+    running.stop()
 
 
 def twin() -> SimGame:
@@ -160,10 +179,15 @@ def test_a_scripted_sequence_of_raw_events_captures_a_province_in_the_window(win
     window.focus()
     window.worker.arm("setup")
     with twin() as game:
-        # The twin, fed the same events while the window is paused, says where things are on screen.
-        for _, events in opening(game):
+        # The twin, fed the same events while the window is paused, says where things are on screen,
+        # and the window must show what the twin shows after every step but the last (which unpauses).
+        for label, events in opening(game):
             window.send(events)
             game.feed(events)
+            if label != "run at speed 5":
+                shown = game.frame()
+                game.advance(5000)  # its message fades: the window may show either picture
+                window.wait_for(shown, game.frame(), what=label)
         target = game.world.armies[game.ui.army].plan[-1]
     deadline = time.monotonic() + 90
     wanted = f"province={target} from=RED to=BLU"
@@ -185,6 +209,6 @@ def test_window_closes_cleanly_on_its_close_button(window) -> None:
     )
     window.window.send_event(message)
     conn.sync()
-    code = window.process.wait(timeout=20)
-    out = window.process.stdout.read().decode()
+    assert window.process.wait(timeout=20) == 0
+    code, out = window.stop()
     assert code == 0 and json.loads(out)["date"] == "1936.01.01.00"

@@ -35,6 +35,7 @@ from hoi4_arena.maps.model import TAGS
 from hoi4_arena.sim import popups
 from hoi4_arena.sim.ai import AIConfig, GameAI
 from hoi4_arena.sim.clock import SPEEDS, GameClock
+from hoi4_arena.sim.console import Command
 from hoi4_arena.sim.cursor import cursor_sprite, draw_pointer
 from hoi4_arena.sim.input import SimEvent
 from hoi4_arena.sim.interface import Interface
@@ -105,7 +106,7 @@ class SimGame:
         self._ended = False
         self._log_ends: list[int] = []
         if declarer is not None:
-            self.ui.command(_declare_command(declarer))
+            self.ui.command(Command("coin") if declarer == "coin" else Command("declare", declarer))
         if news:
             self.ui.popups.append(popups.news(player, self.ui.enemy))
 
@@ -250,12 +251,6 @@ class SimGame:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _declare_command(declarer: str):
-    from hoi4_arena.sim.console import Command
-
-    return Command("coin") if declarer == "coin" else Command("declare", declarer)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ Try: python -m pytest -q tests/sim/test_interface.py
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,7 +112,6 @@ class Interface:
         self.popups: list[popups.Popup] = []
         self.toast: tuple[str, int] | None = None
         self.ignored = 0  # events dropped as bad input
-        self._pan_carry = (0.0, 0.0)
 
     # --- reading ----------------------------------------------------------------------------------
 
@@ -129,8 +129,8 @@ class Interface:
     def province_screen(self, pid: int) -> tuple[int, int]:
         """A screen pixel at the province's anchor (where its counter sits) that shows the province
         itself: a click there lands on it (the nearest such pixel when zoomed far out)."""
-        x, y = self.camera.to_screen(*self.geo.anchors[pid])
-        x, y = int(x), int(y)
+        sx, sy = self.camera.to_screen(*self.geo.anchors[pid])
+        x, y = math.floor(sx), math.floor(sy)
         for r in range(4):
             for dy in range(-r, r + 1):
                 for dx in range(-r, r + 1):

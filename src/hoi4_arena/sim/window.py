@@ -186,6 +186,9 @@ def run_window(config: WindowConfig) -> dict:
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         pygame.display.set_caption(config.title)
+        # pygame starts SDL's text input, which routes key strokes through an input method; the game
+        # reads plain key events only (the console included), so keys go straight to it.
+        pygame.key.stop_text_input()
         rgba, hotspot = cursor_sprite()
         sprite = pygame.image.frombuffer(rgba.tobytes(), (rgba.shape[1], rgba.shape[0]), "RGBA")
         pygame.mouse.set_cursor(pygame.cursors.Cursor(hotspot, sprite))
