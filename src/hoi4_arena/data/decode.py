@@ -1,0 +1,168 @@
+"""One session's decisions as training samples: the demonstrated tokens and the views of each anchor frame.
+
+The video is decoded front to back by `SessionReader.decisions()` (PyAV); each decision's anchor frame
+becomes the policy's views with the numpy `compute_views`, the same bytes the torch twin computes
+(`screen/views.py`), so views can be made in background processes on the CPU. A decision is left out of
+the loss (never relabelled) when it is:
+
+- a burst (more than eight inputs in 200 ms: its tokens are cut short),
+- recorded without focus (its inputs went elsewhere),
+- with look-before-click on: a decision that presses a mouse button after a move in the same decision
+  (the policy may only press where its pointer already was when the decision began).
+
+`--drop-keys` removes the tokens of the given keys (their slots become no-ops; the other tokens keep
+their slots, so their timing is unchanged). Setup-only keys such as space (0x20) never become tokens
+in the first place (`screen/tokens.py`), so dropping them changes nothing.
+
+Measured (`docs/training.md`): at 1920x1080 the reader's colour conversion of an anchor, not decoding,
+is the largest cost; reading the YUV planes ourselves would need to reproduce swscale's rounding
+exactly, so the reader's RGB is used as is.
+
+Try: .venv/bin/python -m hoi4_arena.data.decode runs/s1
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.screen.events import KEY_CODES, KEY_NAMES
+from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE, NONE
+from hoi4_arena.screen.views import compute_views
+from hoi4_arena.sessions.reader import SessionReader
+
+PRESS_KINDS = tuple(kind for (_, edge), kind in BUTTON_KINDS.items() if edge == "down")
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """What a decoded decision is made of."""
+
+    layout: str = "cpu"
+    """The view layout's name (screen/layout.py)."""
+    drop_keys: tuple[int, ...] = ()
+    """Virtual-key codes whose tokens are removed."""
+    look_before_click: bool = False
+    """Leave out of the loss decisions that press a button after a move in the same decision."""
+
+    def __post_init__(self) -> None:
+        unknown = [hex(k) for k in self.drop_keys if k not in KEY_NAMES]
+        if unknown:
+            raise UserError(f"unknown key codes to drop: {', '.join(unknown)}")
+
+    @property
+    def view_layout(self) -> ViewLayout:
+        return ViewLayout.named(self.layout)
+
+
+@dataclass
+class DecisionSample:
+    """One decision as training reads it."""
+
+    index: int
+    views: dict[str, np.ndarray] | None
+    """'global', 'quadrants', 'fovea' of the anchor frame; None when no wanted window reads them."""
+    tokens: np.ndarray
+    """(8, 3) int64 demonstrated tokens, dropped keys removed."""
+    pointer: tuple[int, int]
+    """Pointer lattice (x, y) when the decision began."""
+    speed: int
+    burst: bool
+    pressed_after_move: bool
+    focus: bool
+    trainable: bool
+    """Whether the decision may carry loss (see the module docstring)."""
+
+
+def parse_keys(values: Sequence[str]) -> tuple[int, ...]:
+    """Key codes from '0x20', '32' or a key name ('space', 'a'); UserError for anything else."""
+    codes = []
+    for value in values:
+        text = str(value).strip().lower()
+        try:
+            code = int(text, 16) if text.startswith("0x") else int(text)
+        except ValueError:
+            if text not in KEY_CODES:
+                raise UserError(
+                    f"unknown key {value!r}: give a virtual-key code (0x20, 32) or a key name "
+                    f"({', '.join(sorted(KEY_CODES)[:8])}, ...)"
+                ) from None
+            code = KEY_CODES[text]
+        if code not in KEY_NAMES:
+            raise UserError(f"unknown virtual-key code {value!r}")
+        codes.append(code)
+    return tuple(sorted(set(codes)))
+
+
+def drop_key_tokens(tokens: np.ndarray, keys: Sequence[int]) -> np.ndarray:
+    """`tokens` (8, 3) with the down and up tokens of `keys` replaced by no-ops."""
+    kinds = [KEY_KINDS[key, edge] for key in keys for edge in ("down", "up") if (key, edge) in KEY_KINDS]
+    if not kinds:
+        return tokens
+    out = tokens.copy()
+    out[np.isin(out[:, 0], kinds)] = (NONE, 0, 0)
+    return out
+
+
+def pressed_after_move(tokens: np.ndarray) -> bool:
+    """Whether a button press follows a move in the same decision (it acts where the pointer went)."""
+    moved = False
+    for kind in tokens[:, 0].tolist():
+        moved = moved or kind == MOVE
+        if moved and kind in PRESS_KINDS:
+            return True
+    return False
+
+
+def decode_session(
+    folder: str | Path, settings: DecodeSettings, need: np.ndarray | None = None
+) -> Iterator[DecisionSample]:
+    """The session's decisions in order; views only where `need[index]` (all when None).
+
+    Raises `UserError` when the session cannot be read (the reader names the file and the problem).
+    """
+    reader = SessionReader(folder)
+    layout = settings.view_layout
+    try:
+        layout.check_screen(reader.size)
+    except ValueError as error:
+        raise UserError(f"{reader.path}: {error}") from None
+    for decision in reader.decisions():
+        index = decision.index
+        if need is not None and index >= len(need):
+            raise UserError(f"{reader.path}: holds more decisions than its frame log promised ({len(need)})")
+        tokens = drop_key_tokens(decision.tokens, settings.drop_keys)
+        after_move = pressed_after_move(tokens)
+        views = None
+        if need is None or need[index]:
+            views = compute_views(decision.image, decision.pointer_px, layout)
+        yield DecisionSample(
+            index=index,
+            views=views,
+            tokens=tokens,
+            pointer=decision.pointer,
+            speed=decision.game_speed,
+            burst=decision.burst,
+            pressed_after_move=after_move,
+            focus=decision.focus,
+            trainable=not decision.burst
+            and decision.focus
+            and not (settings.look_before_click and after_move),
+        )
+
+
+if __name__ == "__main__":
+    try:
+        for sample in decode_session(sys.argv[1], DecodeSettings()):
+            shapes = {k: v.shape for k, v in (sample.views or {}).items()}
+            print(sample.index, sample.tokens[:, 0].tolist(), sample.trainable, shapes)
+            if sample.index >= 9:
+                break
+    except UserError as error:
+        sys.exit(f"error: {error}")

@@ -1,0 +1,378 @@
+"""Streaming training batches from session folders: the epoch plan (shuffle.py) carried out by background
+worker processes, or on the calling thread.
+
+Each stream (one per worker; one in-process stream with `workers=0`) follows its `WorkerPlan`: it opens
+the sessions of its share as the plan needs them, decodes each once front to back (decode.py), cuts its
+windows as the video plays (windows.py), holds produced windows until the plan emits them, and puts
+them together into batches of `batch` windows. The training thread takes batches from the streams in
+turn (stream 0, 1, ..., skipping streams that are done). Everything is decided by the plan, so:
+
+- the same seed gives the same batches in the same order with `workers=0`, and the same windows (as a
+  set, with the same bytes) with any number of workers;
+- a `DataPosition` (epoch, where each stream's next batch starts in its plan, whose turn it is) is all
+  a resumed run needs: each stream skips what was used without computing its views, and the batches
+  that follow are the ones an uninterrupted run would have seen.
+
+A session that fails while it plays (a corrupt video in the middle of a run) is skipped: the stream
+reports it (`SessionSkipped`, logged as a warning and listed in `skipped`) and carries on without that
+session's remaining windows. Workers are `spawn`ed processes (no torch in them: numpy, PyAV and the
+numba resampler), started on first use and stopped by `close()`; they ignore Ctrl+C so that the
+training thread decides how to stop.
+
+Try: .venv/bin/python -m hoi4_arena.data.loader runs/ --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import multiprocessing as mp
+import queue
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hoi4_arena.data.decode import DecodeSettings, decode_session
+from hoi4_arena.data.shuffle import WindowRef, WorkerPlan, epoch_plan, ordered_plan
+from hoi4_arena.data.sources import SessionSource
+from hoi4_arena.data.windows import Window, cut_windows, needed_decisions, plan_spans
+from hoi4_arena.errors import UserError
+
+log = logging.getLogger(__name__)
+
+# Batches a worker may have ready before the training thread takes them.
+PREFETCH = 2
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    """How sessions become batches (everything here changes which bytes a batch holds)."""
+
+    decode: DecodeSettings = field(default_factory=DecodeSettings)
+    window: int = 16
+    """Decisions with loss per window."""
+    lead_in: int = 0
+    """Decisions fed before each window's first scored one, without loss, to warm the memory up."""
+    batch: int = 8
+    """Windows per batch."""
+    clip: int = 1
+    """Global views per decision: 1, or the layout's clip length for encoders that read the clip."""
+    open_sessions: int = 4
+    """Sessions each stream plays at once."""
+    shuffle_windows: int = 64
+    """Windows in each stream's shuffle buffer."""
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("window", "batch", "clip", "open_sessions", "shuffle_windows"):
+            if getattr(self, name) < 1:
+                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.lead_in < 0:
+            raise UserError(f"lead_in must be >= 0, got {self.lead_in}")
+
+    def spans(self, session: SessionSource) -> list:
+        return plan_spans(session.decisions, self.window, self.lead_in)
+
+
+@dataclass
+class Batch:
+    """Windows stacked along a leading batch dim B (see `windows.Window` for each array)."""
+
+    keys: list[tuple[str, int]]
+    """(session id, span index) of each row."""
+    arrays: dict[str, np.ndarray]
+    next_index: int = 0
+    """Where the stream's next batch starts in its plan's emission order."""
+
+    @classmethod
+    def of(cls, windows: list[Window], next_index: int = 0) -> Batch:
+        arrays = {name: np.stack([getattr(w, name) for w in windows]) for name in Window.ARRAYS}
+        return cls([w.key for w in windows], arrays, next_index)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass(frozen=True)
+class SessionSkipped:
+    """A stream gave up on a session that failed while it played."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class DataPosition:
+    """Where an epoch stands: enough to resume it exactly."""
+
+    epoch: int
+    starts: tuple[int, ...]
+    """For each stream, where its next batch starts in its plan's emission order."""
+    turn: int = 0
+    """The stream asked for the next batch."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "starts": list(self.starts), "turn": self.turn}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataPosition:
+        return cls(int(data["epoch"]), tuple(int(v) for v in data["starts"]), int(data["turn"]))
+
+
+def run_plan(
+    sessions: list[SessionSource], settings: DataSettings, plan: WorkerPlan, start: int = 0
+) -> Iterator[Batch | SessionSkipped]:
+    """Carry out one stream's plan from emission index `start`: batches, and notices of skipped sessions."""
+    spans = {s: settings.spans(sessions[s]) for s in plan.sessions}
+    wanted: dict[int, set[int]] = {s: set() for s in plan.sessions}
+    for ref in plan.emission[start:]:
+        wanted[ref.session].add(ref.span)
+    last_made = {ref.session: i for i, ref in enumerate(plan.production)}
+    streams: dict[int, Iterator[tuple[int, Window | None]]] = {}
+    failed: set[int] = set()
+    produced: dict[WindowRef, Window | None] = {}
+    position = 0  # in plan.production
+    batch: list[Window] = []
+
+    def open_session(s: int) -> Iterator[tuple[int, Window | None]]:
+        if not wanted[s]:  # everything it holds was used before `start`: no need to decode it
+            return iter([(i, None) for i in range(len(spans[s]))])
+        need = needed_decisions(spans[s], wanted[s], sessions[s].decisions, settings.clip)
+        samples = decode_session(sessions[s].path, settings.decode, need)
+        return cut_windows(samples, spans[s], sessions[s].id, wanted=wanted[s], clip=settings.clip)
+
+    for index, ref in enumerate(plan.emission):
+        while ref not in produced and ref.session not in failed:
+            made = plan.production[position]
+            position += 1
+            s = made.session
+            if s in failed:
+                continue
+            if s not in streams:
+                streams[s] = open_session(s)
+            try:
+                span, window = next(streams[s])
+                while span < made.span:  # a plan of some windows only (evaluation) passes the others by
+                    span, window = next(streams[s])
+                if span != made.span:
+                    raise UserError(
+                        f"{sessions[s].path}: cut span {span} where the plan expected {made.span}"
+                    )
+            except (UserError, StopIteration) as error:
+                reason = str(error) or "the session ended before its planned windows"
+                failed.add(s)
+                streams.pop(s, None)
+                yield SessionSkipped(sessions[s].path, reason)
+                continue
+            produced[made] = window
+            if last_made[s] == position - 1:  # its last planned window: close the video
+                streams.pop(s, None)
+        window = produced.pop(ref, None)
+        if index < start or window is None:
+            continue
+        batch.append(window)
+        if len(batch) == settings.batch:
+            yield Batch.of(batch, index + 1)
+            batch = []
+    if batch:
+        yield Batch.of(batch, len(plan.emission))
+
+
+def _worker_main(settings: DataSettings, tasks: Any, results: Any) -> None:
+    """A worker process: carry out each task's plan, putting its items on `results`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the training thread decides how to stop
+    for task in iter(tasks.get, None):
+        task_id, sessions, plan, start = task
+        try:
+            for item in run_plan(sessions, settings, plan, start):
+                results.put(("item", task_id, item))
+            results.put(("end", task_id, None))
+        except BaseException:  # noqa: BLE001 -- handed to the training thread with its traceback
+            results.put(("error", task_id, traceback.format_exc()))
+
+
+class WindowLoader:
+    """Batches of windows from sessions, with `workers` background processes (0: on this thread)."""
+
+    def __init__(self, settings: DataSettings, workers: int = 0) -> None:
+        if workers < 0:
+            raise UserError(f"workers must be >= 0, got {workers}")
+        self.settings = settings
+        self.workers = workers
+        self.skipped: list[SessionSkipped] = []
+        self._processes: list[Any] = []
+        self._tasks: list[Any] = []
+        self._results: list[Any] = []
+        self._task_id = 0
+        self._unfinished: set[int] = set()  # workers still busy with a task nobody reads any more
+
+    # --- plans ---
+
+    def plan(self, sessions: list[SessionSource], epoch: int) -> list[WorkerPlan]:
+        return epoch_plan(
+            [len(self.settings.spans(s)) for s in sessions],
+            self.workers,
+            self.settings.seed,
+            epoch,
+            open_sessions=self.settings.open_sessions,
+            buffer=self.settings.shuffle_windows,
+        )
+
+    def batches_in_epoch(self, sessions: list[SessionSource], epoch: int) -> int:
+        return sum(p.batches(self.settings.batch) for p in self.plan(sessions, epoch))
+
+    # --- iteration ---
+
+    def epoch(
+        self, sessions: list[SessionSource], epoch: int, position: DataPosition | None = None
+    ) -> Iterator[tuple[Batch, DataPosition]]:
+        """The epoch's batches, each with the position after it; from `position` when resuming."""
+        plans = self.plan(sessions, epoch)
+        if position is None:
+            position = DataPosition(epoch, tuple(0 for _ in plans))
+        if position.epoch != epoch or len(position.starts) != len(plans):
+            raise UserError(
+                f"the saved data position ({position.epoch}, {len(position.starts)} streams) does not fit "
+                f"epoch {epoch} with {len(plans)} streams; resume with the same --workers"
+            )
+        yield from self._round_robin(sessions, plans, position)
+
+    def ordered(self, sessions: list[SessionSource], refs: list[WindowRef]) -> Iterator[Batch]:
+        """Batches of the given windows without shuffling (evaluation)."""
+        plans = ordered_plan(refs, self.workers)
+        for batch, _ in self._round_robin(sessions, plans, DataPosition(-1, tuple(0 for _ in plans))):
+            yield batch
+
+    def _round_robin(
+        self, sessions: list[SessionSource], plans: list[WorkerPlan], position: DataPosition
+    ) -> Iterator[tuple[Batch, DataPosition]]:
+        streams = self._streams(sessions, plans, position.starts)
+        starts = list(position.starts)
+        active = [True] * len(plans)
+        turn = position.turn
+
+        def following(w: int) -> int:
+            for step in range(1, len(plans) + 1):
+                if active[(w + step) % len(plans)]:
+                    return (w + step) % len(plans)
+            return w
+
+        while any(active):
+            w = turn if active[turn] else following(turn)
+            item = next(streams[w], None)
+            while isinstance(item, SessionSkipped):
+                log.warning("skipping session %s for the rest of this pass: %s", item.path, item.reason)
+                self.skipped.append(item)
+                item = next(streams[w], None)
+            if item is None:
+                active[w] = False
+                turn = following(w)
+                continue
+            starts[w] = item.next_index
+            turn = following(w)
+            yield item, DataPosition(position.epoch, tuple(starts), turn)
+
+    def _streams(
+        self, sessions: list[SessionSource], plans: list[WorkerPlan], starts: tuple[int, ...]
+    ) -> list[Iterator[Batch | SessionSkipped]]:
+        if self.workers == 0:
+            return [run_plan(sessions, self.settings, plans[0], starts[0])]
+        if self._unfinished:
+            # An abandoned pass would keep its workers decoding until its end: start afresh instead.
+            self.close()
+        self._start()
+        self._task_id += 1
+        for w, plan in enumerate(plans):
+            self._tasks[w].put((self._task_id, sessions, plan, starts[w]))
+            self._unfinished.add(w)
+        return [self._receive(w, self._task_id) for w in range(len(plans))]
+
+    # --- worker processes ---
+
+    def _start(self) -> None:
+        if self._processes:
+            return
+        context = mp.get_context("spawn")
+        for w in range(self.workers):
+            tasks, results = context.Queue(), context.Queue(maxsize=PREFETCH)
+            process = context.Process(
+                target=_worker_main,
+                args=(self.settings, tasks, results),
+                name=f"data-worker-{w}",
+                daemon=True,
+            )
+            process.start()
+            self._processes.append(process)
+            self._tasks.append(tasks)
+            self._results.append(results)
+
+    def _receive(self, w: int, task_id: int) -> Iterator[Batch | SessionSkipped]:
+        while True:
+            try:
+                kind, got_id, payload = self._results[w].get(timeout=1.0)
+            except queue.Empty:
+                if not self._processes[w].is_alive():
+                    raise RuntimeError(
+                        f"data worker {w} stopped unexpectedly (exit code {self._processes[w].exitcode})"
+                    ) from None
+                continue
+            if got_id != task_id:
+                continue  # left over from a task that was abandoned
+            if kind == "end":
+                self._unfinished.discard(w)
+                return
+            if kind == "error":
+                self._unfinished.discard(w)
+                raise RuntimeError(f"data worker {w} failed:\n{payload}")
+            yield payload
+
+    def close(self) -> None:
+        """Stop the worker processes (this loader's own, by their handles)."""
+        for tasks in self._tasks:
+            with contextlib.suppress(ValueError, OSError, queue.Full):
+                tasks.put_nowait(None)
+        deadline = time.monotonic() + 2.0
+        for process in self._processes:
+            # A worker blocked on a full results queue never reads its None: end it.
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5.0)
+        for q in (*self._tasks, *self._results):
+            q.cancel_join_thread()
+            q.close()
+        self._processes, self._tasks, self._results = [], [], []
+        self._unfinished.clear()
+
+    def __enter__(self) -> WindowLoader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+if __name__ == "__main__":
+    from hoi4_arena.data.sources import find_sessions
+
+    parser = argparse.ArgumentParser(description="Print the first batches a data folder gives.")
+    parser.add_argument("data")
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--batches", type=int, default=3)
+    args = parser.parse_args()
+    try:
+        found = find_sessions(args.data)
+        with WindowLoader(DataSettings(), args.workers) as loader:
+            for i, (batch, where) in enumerate(loader.epoch(found.train, 0)):
+                shapes = {k: v.shape for k, v in batch.arrays.items()}
+                print(i, batch.keys, where, shapes)
+                if i + 1 >= args.batches:
+                    break
+    except UserError as error:
+        sys.exit(f"error: {error}")

@@ -1,0 +1,135 @@
+"""Which sessions of a data folder training reads: demonstrations by source, split into train and held-out.
+
+`find_sessions(data_dir, sources, layout)` walks the folder with `sessions.splits.iter_sessions`
+(incomplete sessions are skipped there with a warning; `splits.json` overrides manifest splits), keeps
+the sources asked for, opens each session once to validate it and count its decisions without decoding
+(`SessionReader.windows()`), and sorts them into the `train` and `val` splits (whole sessions; `test`
+is left alone). A session that cannot be read, whose screen is too small for the layout or that holds
+no decision is skipped with a warning that says why. No usable training session at all is a
+`UserError` that counts what was found and why it was not used.
+
+Try: .venv/bin/python -m hoi4_arena.data.sources runs/
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.sessions.format import SOURCES
+from hoi4_arena.sessions.reader import SessionReader
+from hoi4_arena.sessions.splits import find_session_folders, iter_sessions
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SOURCES = ("human", "scripted")
+"""Demonstrations by default: people and the scripted player act through the screen. The game's AI
+(`ai`) acts through orders, so its sessions hold few or no inputs, and `policy` sessions are the agent's
+own play; ask for them with --sources."""
+
+
+@dataclass(frozen=True)
+class SessionSource:
+    """A usable session: where it is and what training needs to plan its windows."""
+
+    path: str
+    id: str
+    source: str
+    split: str
+    decisions: int
+    """200 ms decisions the session holds (counted from its logs, without decoding)."""
+
+
+@dataclass
+class DataSet:
+    """The sessions a run trains and evaluates on."""
+
+    data_dir: str
+    train: list[SessionSource]
+    val: list[SessionSource]
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    """{"path", "reason"} of each session left out."""
+
+    def describe(self) -> dict:
+        """Plain content for provenance and progress files."""
+        return {
+            "data_dir": self.data_dir,
+            "train": [[s.id, s.decisions] for s in self.train],
+            "val": [[s.id, s.decisions] for s in self.val],
+        }
+
+
+def check_sources(sources: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = sorted(set(sources) - set(SOURCES))
+    if unknown or not sources:
+        raise UserError(
+            f"unknown source {', '.join(unknown) or '(none given)'}; choose among {', '.join(SOURCES)}"
+        )
+    return tuple(sorted(set(sources), key=SOURCES.index))
+
+
+def find_sessions(
+    data_dir: str | Path, sources: tuple[str, ...] = DEFAULT_SOURCES, layout: str = "cpu"
+) -> DataSet:
+    """The train and val sessions of `data_dir` of the given sources (see the module docstring)."""
+    sources = check_sources(tuple(sources))
+    view_layout = ViewLayout.named(layout)
+    folders = find_session_folders(data_dir)  # UserError when the folder does not exist
+    complete = list(iter_sessions(data_dir))
+    other_sources: dict[str, int] = {}
+    held: dict[str, int] = {}
+    data = DataSet(str(data_dir), [], [])
+    for entry in complete:
+        if entry.manifest.source not in sources:
+            other_sources[entry.manifest.source] = other_sources.get(entry.manifest.source, 0) + 1
+            continue
+        if entry.split not in ("train", "val"):
+            held[entry.split] = held.get(entry.split, 0) + 1
+            continue
+        try:
+            reader = SessionReader(entry.path)
+            view_layout.check_screen(reader.size)
+            decisions = len(reader.windows().windows)
+        except (UserError, ValueError) as error:
+            log.warning("skipping session %s: %s", entry.path, error)
+            data.skipped.append({"path": str(entry.path), "reason": str(error)})
+            continue
+        if decisions == 0:
+            log.warning("skipping session %s: it holds no 200 ms decision", entry.path)
+            data.skipped.append({"path": str(entry.path), "reason": "no decision"})
+            continue
+        found = SessionSource(str(entry.path), entry.id, entry.manifest.source, entry.split, decisions)
+        (data.train if entry.split == "train" else data.val).append(found)
+    if not data.train:
+        parts = [f"{len(folders)} session folder(s)"]
+        if len(folders) > len(complete):
+            parts.append(f"{len(folders) - len(complete)} incomplete or unreadable (see the warnings)")
+        if other_sources:
+            listed = ", ".join(f"{n} {source}" for source, n in sorted(other_sources.items()))
+            parts.append(f"{listed} not among the chosen sources ({' '.join(sources)}; see --sources)")
+        if data.val or held:
+            listed = ", ".join(
+                f"{n} {split}" for split, n in sorted({**held, "val": len(data.val)}.items()) if n
+            )
+            parts.append(f"{listed} held out")
+        if data.skipped:
+            parts.append(f"{len(data.skipped)} skipped (first: {data.skipped[0]['reason']})")
+        raise UserError(f"no usable training session in {data_dir}: " + "; ".join(parts))
+    return data
+
+
+if __name__ == "__main__":
+    try:
+        found = find_sessions(sys.argv[1], tuple(sys.argv[2:]) or DEFAULT_SOURCES)
+    except UserError as error:
+        sys.exit(f"error: {error}")
+    print(
+        json.dumps(
+            {"train": [asdict(s) for s in found.train], "val": [asdict(s) for s in found.val]}, indent=2
+        )
+    )

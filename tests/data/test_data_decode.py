@@ -1,0 +1,98 @@
+"""Decoding a session into training samples: tokens, masks, dropped keys, and views (torch's bytes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from marker_game import SIZE, VK_A
+
+from hoi4_arena.data.decode import (
+    DecodeSettings,
+    decode_session,
+    drop_key_tokens,
+    parse_keys,
+    pressed_after_move,
+)
+from hoi4_arena.errors import UserError
+from hoi4_arena.screen.lattice import to_lattice
+from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE
+from hoi4_arena.screen.views import compute_views_torch
+from hoi4_arena.sessions.reader import SessionReader
+
+LEFT_DOWN, LEFT_UP = BUTTON_KINDS["left", "down"], BUTTON_KINDS["left", "up"]
+
+
+def slots(*tokens: tuple[int, int, int]) -> np.ndarray:
+    out = np.zeros((8, 3), np.int64)
+    if tokens:
+        out[: len(tokens)] = tokens
+    return out
+
+
+def test_key_codes_and_names_parse_and_bad_ones_are_refused() -> None:
+    assert parse_keys(["0x20", "65", "b", "A"]) == (0x20, 0x41, 0x42)
+    for bad in ("0xZZ", "nokey", "0x07"):
+        with pytest.raises(UserError):
+            parse_keys([bad])
+
+
+def test_dropped_keys_become_no_ops_in_place() -> None:
+    tokens = slots(
+        (KEY_KINDS[VK_A, "down"], 0, 0), (MOVE, 5, 6), (KEY_KINDS[VK_A, "up"], 0, 0), (LEFT_DOWN, 0, 0)
+    )
+    dropped = drop_key_tokens(tokens, (VK_A, 0x20))
+    assert dropped[:, 0].tolist() == [0, MOVE, 0, LEFT_DOWN, 0, 0, 0, 0]
+    assert dropped[1].tolist() == [MOVE, 5, 6]
+    assert drop_key_tokens(tokens, (0x20,)) is tokens  # space is never a token: nothing to drop
+
+
+def test_a_press_after_a_move_is_looking_elsewhere_first() -> None:
+    assert pressed_after_move(slots((MOVE, 1, 1), (LEFT_DOWN, 0, 0)))
+    assert not pressed_after_move(slots((LEFT_DOWN, 0, 0), (LEFT_UP, 0, 0), (MOVE, 1, 1)))
+    assert not pressed_after_move(slots((MOVE, 1, 1), (LEFT_UP, 0, 0)))  # a release is not a press
+    assert not pressed_after_move(slots())
+
+
+def test_a_marker_session_decodes_to_its_clicks_with_torchs_view_bytes(make_marker) -> None:
+    game = make_marker("s", frames=60, keys=2, bursts=2)
+    layout = ViewLayout.named("cpu")
+    samples = list(decode_session(game.folder, DecodeSettings("cpu")))
+    assert [s.index for s in samples] == list(range(game.decisions))
+    frames = {d.index: d for d in SessionReader(game.folder).decisions()}
+    for s in samples:
+        if s.index in game.clicks:
+            x, y = to_lattice(*game.clicks[s.index], SIZE)
+            assert s.tokens[:4].tolist() == [[0, 0, 0], [MOVE, x, y], [LEFT_DOWN, 0, 0], [LEFT_UP, 0, 0]]
+        assert s.burst == (s.index in game.bursts)
+        assert s.pressed_after_move == (s.index in game.clicks)  # moves onto the marker, then clicks
+        assert s.trainable == (s.index not in game.bursts)  # look-before-click is off
+        decision = frames[s.index]
+        torch_views = compute_views_torch(torch.from_numpy(decision.image), decision.pointer_px, layout)
+        for name, view in s.views.items():
+            assert view.dtype == np.uint8 and view.tobytes() == torch_views[name].numpy().tobytes(), name
+    keys = [s for s in samples if s.index in game.keys]
+    assert all(KEY_KINDS[VK_A, "down"] in s.tokens[:, 0] for s in keys)
+
+
+@pytest.mark.parametrize("look_first", [False, True])
+def test_settings_drop_keys_mask_clicks_after_moves_and_skip_views(make_marker, look_first: bool) -> None:
+    game = make_marker("s", frames=40, keys=2, look_first=look_first)
+    settings = DecodeSettings("cpu", drop_keys=(VK_A,), look_before_click=True)
+    need = np.zeros(game.decisions, bool)
+    need[3] = True
+    samples = list(decode_session(game.folder, settings, need))
+    assert [s.views is not None for s in samples] == need.tolist()
+    for s in samples:
+        assert not np.isin(s.tokens[:, 0], [KEY_KINDS[VK_A, "down"], KEY_KINDS[VK_A, "up"]]).any()
+        # Moving and clicking in one decision is masked; moving first and clicking next is not.
+        assert s.trainable == (look_first or s.index not in game.clicks)
+        if look_first and s.index - 1 in game.clicks:
+            assert s.tokens[:2, 0].tolist() == [LEFT_DOWN, LEFT_UP]
+
+
+def test_a_screen_smaller_than_the_fovea_is_refused(make_marker) -> None:
+    game = make_marker("s", frames=10)
+    with pytest.raises(UserError, match="fovea"):
+        next(decode_session(game.folder, DecodeSettings("full")))

@@ -1,0 +1,132 @@
+"""The loader: seeded order, workers give the same windows and bytes, exact resume, corrupt sessions."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hoi4_arena.data.decode import DecodeSettings
+from hoi4_arena.data.loader import DataSettings, WindowLoader
+from hoi4_arena.data.shuffle import WindowRef
+from hoi4_arena.data.sources import find_sessions
+
+SETTINGS = DataSettings(
+    DecodeSettings("cpu"), window=4, lead_in=2, batch=3, open_sessions=2, shuffle_windows=5
+)
+
+
+def corrupt_middle(folder: Path) -> None:
+    """Zero 20 kB in the middle of the video: frames before it decode, the one there does not."""
+    video = folder / "screen.mkv"
+    data = bytearray(video.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 20_000] = bytes(20_000)
+    video.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def sessions(make_marker, data_dir: Path) -> list:
+    for i, frames in enumerate((40, 26, 34)):
+        make_marker(f"s{i}", seed=i, frames=frames, keys=1, bursts=1)
+    return find_sessions(data_dir, ("scripted",)).train
+
+
+def collect(loader: WindowLoader, sessions: list, epoch: int = 0, position=None) -> list:
+    return list(loader.epoch(sessions, epoch, position))
+
+
+def by_key(batches: list) -> dict[tuple[str, int], dict[str, np.ndarray]]:
+    out = {}
+    for batch, _ in batches:
+        for row, key in enumerate(batch.keys):
+            assert key not in out
+            out[key] = {name: array[row] for name, array in batch.arrays.items()}
+    return out
+
+
+def test_the_same_seed_gives_the_same_batches_in_the_same_order(sessions) -> None:
+    with WindowLoader(SETTINGS, 0) as loader:
+        first, again = collect(loader, sessions), collect(loader, sessions)
+        next_epoch = collect(loader, sessions, epoch=1)
+    assert [b.keys for b, _ in first] == [b.keys for b, _ in again]
+    for (a, _), (b, _) in zip(first, again, strict=True):
+        assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+    assert [b.keys for b, _ in first] != [b.keys for b, _ in next_epoch]
+    # Every window once per epoch: 20 + 13 + 17 decisions in windows of 4.
+    assert sorted(by_key(first)) == sorted(by_key(next_epoch))
+    assert len(by_key(first)) == 5 + 4 + 5
+
+
+def test_two_workers_give_the_same_windows_with_the_same_bytes_as_none(sessions) -> None:
+    with WindowLoader(SETTINGS, 0) as serial:
+        expected = by_key(collect(serial, sessions))
+    with WindowLoader(SETTINGS, 2) as loader:
+        got = by_key(collect(loader, sessions))
+        again = by_key(collect(loader, sessions))  # the workers serve a second pass too
+    assert set(got) == set(expected) == set(again)
+    for key, arrays in expected.items():
+        for name, array in arrays.items():
+            assert array.dtype == got[key][name].dtype and array.tobytes() == got[key][name].tobytes(), (
+                key,
+                name,
+            )
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("after", [1, 2])
+def test_a_resumed_epoch_gives_the_batches_an_uninterrupted_one_gives(
+    sessions, workers: int, after: int
+) -> None:
+    with WindowLoader(SETTINGS, workers) as loader:
+        whole = collect(loader, sessions)
+        _, position = whole[after - 1]
+    with WindowLoader(SETTINGS, workers) as fresh:  # a new process, as after a kill
+        rest = collect(fresh, sessions, position=position)
+    assert [b.keys for b, _ in rest] == [b.keys for b, _ in whole[after:]]
+    assert [p for _, p in rest] == [p for _, p in whole[after:]]
+    for (a, _), (b, _) in zip(rest, whole[after:], strict=True):
+        assert all(a.arrays[k].tobytes() == b.arrays[k].tobytes() for k in a.arrays)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_session_corrupt_in_the_middle_is_skipped_with_a_message(
+    sessions, workers: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    with WindowLoader(SETTINGS, 0) as serial:
+        expected = by_key(collect(serial, sessions))
+    corrupt_middle(Path(sessions[0].path))
+    with caplog.at_level(logging.WARNING), WindowLoader(SETTINGS, workers) as loader:
+        got = by_key(collect(loader, sessions))
+    assert [s.path for s in loader.skipped] == [sessions[0].path]
+    assert "does not decode" in loader.skipped[0].reason
+    assert any(
+        "skipping session" in r.getMessage() and sessions[0].path in r.getMessage() for r in caplog.records
+    )
+    # The other sessions are read whole; the corrupt one only up to the damage.
+    others = {k for k in expected if k[0] != "s0"}
+    assert others <= set(got)
+    broken = {k for k in got if k[0] == "s0"}
+    assert broken < {k for k in expected if k[0] == "s0"}
+    for key in got:
+        assert all(got[key][n].tobytes() == expected[key][n].tobytes() for n in got[key])
+
+
+def test_ordered_batches_hold_exactly_the_asked_windows(sessions) -> None:
+    refs = [WindowRef(0, 1), WindowRef(2, 0), WindowRef(2, 2), WindowRef(1, 1)]
+    with WindowLoader(SETTINGS, 0) as loader:
+        keys = [key for batch in loader.ordered(sessions, refs) for key in batch.keys]
+    assert keys == [("s0", 1), ("s1", 1), ("s2", 0), ("s2", 2)]
+
+
+def test_clip_encoders_get_clips(sessions) -> None:
+    settings = DataSettings(DecodeSettings("cpu"), window=4, batch=2, clip=8)
+    with WindowLoader(settings, 0) as loader:
+        batch = next(iter(loader.ordered(sessions, [WindowRef(0, 0), WindowRef(0, 1)])))
+    clips = batch.arrays["global_view"]
+    assert clips.shape == (2, 4, 8, 72, 128, 3)
+    # The clip ends with the decision's own screen and steps back one decision per frame.
+    assert np.array_equal(clips[1, 0, -2], clips[0, 3, -1])
+    assert np.array_equal(clips[0, 0, 0], clips[0, 0, -1])  # the first screen repeated before the start
