@@ -413,6 +413,141 @@ def sim_command(
     print_json(run_window(config))
 
 
+# --- behaviour cloning: train-bc, heatmap -------------------------------------------------------
+
+# The help texts are BCConfig's field docstrings (a torch-free module: --help stays cheap).
+from hoi4_arena.training.bc_config import BCConfig as _BCConfig  # noqa: E402
+from hoi4_arena.training.bc_config import field_help as _field_help  # noqa: E402
+
+_BC = _field_help(_BCConfig)
+
+
+def _split_values(values: list[str] | None) -> list[str]:
+    """Repeated options and comma-separated values alike: --sources human,scripted --sources ai."""
+    return [part for value in values or () for part in value.replace(",", " ").split()]
+
+
+@app.command("train-bc")
+def train_bc_command(
+    ctx: typer.Context,
+    data: Annotated[Path, typer.Argument(help=_BC["data"])],
+    out: Annotated[Path, typer.Argument(help=_BC["out"])],
+    encoder: Annotated[str, typer.Option("--encoder", help=_BC["encoder"])] = "cnn",
+    weights: Annotated[Path | None, typer.Option("--weights", help=_BC["weights"])] = None,
+    layout: Annotated[str, typer.Option("--layout", help=_BC["layout"])] = "cpu",
+    freeze_blocks: Annotated[int, typer.Option("--freeze-blocks", help=_BC["freeze_blocks"])] = 0,
+    policy: Annotated[
+        list[str] | None, typer.Option("--policy", help=_BC["policy"] + " Repeatable: --policy KEY=VALUE.")
+    ] = None,
+    window: Annotated[int, typer.Option("--window", help=_BC["window"])] = 16,
+    lead_in: Annotated[int, typer.Option("--lead-in", help=_BC["lead_in"])] = 0,
+    batch: Annotated[int, typer.Option("--batch", help=_BC["batch"])] = 8,
+    workers: Annotated[int, typer.Option("--workers", help=_BC["workers"])] = 2,
+    epochs: Annotated[int, typer.Option("--epochs", help=_BC["epochs"])] = 10,
+    max_minutes: Annotated[float, typer.Option("--max-minutes", help=_BC["max_minutes"])] = 0.0,
+    max_steps: Annotated[int, typer.Option("--max-steps", help=_BC["max_steps"])] = 0,
+    lr: Annotated[float, typer.Option("--lr", help=_BC["lr"])] = 3e-4,
+    weight_decay: Annotated[float, typer.Option("--weight-decay", help=_BC["weight_decay"])] = 0.0,
+    grad_clip: Annotated[float, typer.Option("--grad-clip", help=_BC["grad_clip"])] = 1.0,
+    seed: Annotated[int, typer.Option("--seed", help=_BC["seed"])] = 0,
+    pointer_sigma: Annotated[float, typer.Option("--pointer-sigma", help=_BC["pointer_sigma"])] = 0.0,
+    look_before_click: Annotated[
+        bool, typer.Option("--look-before-click", help=_BC["look_before_click"])
+    ] = False,
+    chunk: Annotated[int, typer.Option("--chunk", help=_BC["chunk"])] = 4,
+    save_every: Annotated[float, typer.Option("--save-every", help=_BC["save_every"])] = 600.0,
+    threads: Annotated[int, typer.Option("--threads", help=_BC["threads"])] = 0,
+    device: Annotated[str, typer.Option("--device", help=_BC["device"])] = "auto",
+    sources: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--sources", help=_BC["sources"] + " Repeatable or comma-separated (default: human,scripted)."
+        ),
+    ] = None,
+    drop_keys: Annotated[
+        list[str] | None,
+        typer.Option("--drop-keys", help=_BC["drop_keys"] + " Codes (0x41, 65) or names (a); repeatable."),
+    ] = None,
+    open_sessions: Annotated[int, typer.Option("--open-sessions", help=_BC["open_sessions"])] = 4,
+    shuffle_windows: Annotated[int, typer.Option("--shuffle-windows", help=_BC["shuffle_windows"])] = 64,
+    val_windows: Annotated[int, typer.Option("--val-windows", help=_BC["val_windows"])] = 256,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
+    ] = False,
+) -> None:
+    """Behaviour cloning: train the policy on recorded sessions (checkpoints, TensorBoard, JSON summary)."""
+    from hoi4_arena.data.decode import parse_keys
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.bc import train_bc
+
+    overrides: dict[str, int] = {}
+    for item in _split_values(policy):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--policy takes KEY=VALUE (e.g. width=8), got {item!r}")
+        try:
+            overrides[key.strip()] = int(value)
+        except ValueError:
+            raise UserError(f"--policy {key}: {value!r} is not an integer") from None
+    settings = dict(
+        data=str(data),
+        out=str(out),
+        encoder=encoder,
+        weights=str(weights) if weights is not None else None,
+        layout=layout,
+        freeze_blocks=freeze_blocks,
+        policy=overrides,
+        window=window,
+        lead_in=lead_in,
+        batch=batch,
+        workers=workers,
+        epochs=epochs,
+        max_minutes=max_minutes,
+        max_steps=max_steps,
+        lr=lr,
+        weight_decay=weight_decay,
+        grad_clip=grad_clip,
+        seed=seed,
+        pointer_sigma=pointer_sigma,
+        look_before_click=look_before_click,
+        chunk=chunk,
+        save_every=save_every,
+        threads=threads,
+        device=device,
+        sources=tuple(_split_values(sources)) or _BCConfig.__dataclass_fields__["sources"].default,
+        drop_keys=parse_keys(_split_values(drop_keys)),
+        open_sessions=open_sessions,
+        shuffle_windows=shuffle_windows,
+        val_windows=val_windows,
+    )
+    config = _BCConfig(**settings)
+    # With --resume only the options given on the command line count as changes to the stored run.
+    given = {
+        name: getattr(config, name)
+        for name in settings
+        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"  # typer's own click enum
+    }
+    print_json(train_bc(config, resume=resume, changes=given))
+
+
+@app.command("heatmap")
+def heatmap_command(
+    checkpoint: Annotated[
+        Path, typer.Argument(help="A policy checkpoint (train-bc's last.pt, epoch-NNNN.pt).")
+    ],
+    session: Annotated[Path, typer.Argument(help="A recorded session folder.")],
+    out: Annotated[Path, typer.Argument(help="Folder for the PNGs, index.html and heatmap.json.")],
+    count: Annotated[int, typer.Option("--count", help="Decisions with a demonstrated move to draw.")] = 24,
+    device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
+) -> None:
+    """Where the policy wants to point, drawn over a recording's frames, with how close it comes."""
+    from hoi4_arena.evaluation.heatmap import heatmap
+    from hoi4_arena.terminal import print_json
+
+    print_json(heatmap(checkpoint, session, out, count=count, device=device))
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:

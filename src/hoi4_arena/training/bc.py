@@ -1,0 +1,492 @@
+"""Behaviour cloning: the policy learns to give the demonstrated 8 tokens of each recorded decision.
+
+One function, `train_bc(config)`, read top to bottom: settings and resume, data, model and optimizer,
+the loop (batch -> forward over the window -> masked loss -> optimizer step -> logs and saves), and the
+end of each epoch (held-out metrics, checkpoints). The pieces:
+
+- Data: `hoi4_arena.data` streams windows of `window` decisions (plus `lead_in` decisions of context
+  without loss) from the session folders, several sessions at once through a seeded shuffle buffer,
+  decoded and turned into views by `workers` background processes (numpy `compute_views`, the same
+  bytes as the torch twin; on this CPU-only project the views are never computed on a GPU).
+- Memory: every window starts from a fresh memory whose previous action is the demonstrated action of
+  the decision before the window (no-ops at a session's start). Windows are shuffled, so a state
+  carried from the previous batch would belong to another session; `lead_in` buys context instead.
+- Loss: -log p of the demonstrated tokens of a decision (the sum over its 8 slots), averaged over the
+  decisions that count: in the window's region, not padding, not a burst, recorded with focus, and --
+  with `look_before_click` -- not a decision that presses after a move. Masked, never relabelled.
+  `pointer_sigma` scores moves against a Gaussian blob (models/pointer_target.py).
+- Saves: OUT/epoch-NNNN.pt and OUT/last.pt after each epoch; OUT/progress.pt (model, optimizer, RNG
+  states, data position, counters) every `save_every` seconds and after each epoch; a clean stop
+  (--max-minutes, --max-steps, Ctrl+C) saves progress.pt and last.pt. `resume=True` continues from
+  progress.pt with the run's stored settings and, on the CPU with the same threads, gives the same
+  weights as an uninterrupted run.
+- Logs: TensorBoard in OUT/tb (loss, loss per token kind, lr, decisions/s, held-out metrics), a rich
+  progress bar on stderr, and the returned summary (the command prints it as JSON).
+
+Try: hoi4-arena train-bc runs/ out/bc --workers 2 --epochs 1
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hoi4_arena.data.decode import DecodeSettings
+from hoi4_arena.data.loader import Batch, DataPosition, DataSettings, WindowLoader
+from hoi4_arena.data.shuffle import sample_refs
+from hoi4_arena.data.sources import DataSet, SessionSource, find_sessions
+from hoi4_arena.errors import UserError
+from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint
+from hoi4_arena.models.policy import Observation, Policy, PolicyOutput, PolicyState
+from hoi4_arena.screen.tokens import KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
+from hoi4_arena.terminal import progress_bar
+from hoi4_arena.training.bc_config import BCConfig
+
+log = logging.getLogger(__name__)
+
+PROGRESS = "progress.pt"
+LAST = "last.pt"
+CONFIG = "config.json"
+KIND_GROUPS = ("none", "move", "button", "wheel", "key")
+
+
+def kind_groups(kinds: torch.Tensor) -> torch.Tensor:
+    """Token kinds -> index into KIND_GROUPS (none, move, mouse button, wheel, key)."""
+    group = torch.full_like(kinds, 2)  # mouse buttons: kinds 2..7
+    group[kinds == NONE] = 0
+    group[kinds == MOVE] = 1
+    group[(kinds == WHEEL_UP) | (kinds == WHEEL_DOWN)] = 3
+    group[kinds >= KEY_BASE] = 4
+    return group
+
+
+def to_device(
+    batch: Batch, policy: Policy, device: torch.device
+) -> tuple[Observation, torch.Tensor, torch.Tensor, PolicyState]:
+    """A batch as the policy's inputs: observation (B, T), tokens (B, T, 8, 3), loss mask (B, T), state."""
+    a = {k: torch.from_numpy(v).to(device) for k, v in batch.arrays.items()}
+    obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"])
+    state = policy.initial_state(len(batch), device)
+    state = PolicyState(state.hidden, a["previous"])
+    return obs, a["tokens"], a["loss_mask"].float(), state
+
+
+def slot_nll(out: PolicyOutput) -> torch.Tensor:
+    """(B, T, 8) -log p of each demonstrated token (kind, and cell and position for moves)."""
+    s = out.scores
+    return -(s.kind_logp + s.cell_logp + s.position_logp)
+
+
+class Tally:
+    """Sums of the loss and its parts over decisions and slots, for means per token kind."""
+
+    def __init__(self) -> None:
+        self.loss = 0.0
+        self.decisions = 0
+        self.group_nll = np.zeros(len(KIND_GROUPS))
+        self.group_slots = np.zeros(len(KIND_GROUPS), dtype=np.int64)
+        self.kind_correct = 0
+        self.slots = 0
+        self.distances: list[float] = []
+
+    def add(self, out: PolicyOutput, tokens: torch.Tensor, mask: torch.Tensor, pointer: bool = False) -> None:
+        nll = slot_nll(out).detach()
+        counted = mask.bool()
+        self.loss += float((nll.sum(-1) * mask).sum())
+        self.decisions += int(counted.sum())
+        groups = kind_groups(tokens[..., 0])[counted]  # (N, 8)
+        picked = nll[counted]
+        for g in range(len(KIND_GROUPS)):
+            here = groups == g
+            self.group_nll[g] += float(picked[here].sum())
+            self.group_slots[g] += int(here.sum())
+        if pointer:
+            s = out.scores
+            self.kind_correct += int((s.kind_pred[counted] == tokens[..., 0][counted]).sum())
+            self.slots += int(counted.sum()) * tokens.shape[-2]
+            moves = s.move & counted[..., None]
+            delta = (s.pointer_pred[moves] - tokens[..., 1:][moves]).double()
+            self.distances += delta.norm(dim=-1).tolist()
+
+    def state(self) -> dict[str, Any]:
+        """Plain content for progress.pt, so that a resumed epoch reports what an uninterrupted one would."""
+        return {
+            "loss": self.loss,
+            "decisions": self.decisions,
+            "group_nll": self.group_nll.tolist(),
+            "group_slots": self.group_slots.tolist(),
+            "kind_correct": self.kind_correct,
+            "slots": self.slots,
+            "distances": list(self.distances),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Tally:
+        tally = cls()
+        tally.loss, tally.decisions = state["loss"], state["decisions"]
+        tally.group_nll = np.asarray(state["group_nll"], dtype=np.float64)
+        tally.group_slots = np.asarray(state["group_slots"], dtype=np.int64)
+        tally.kind_correct, tally.slots = state["kind_correct"], state["slots"]
+        tally.distances = list(state["distances"])
+        return tally
+
+    def summary(self) -> dict[str, Any]:
+        mean = lambda total, n: total / n if n else None  # noqa: E731
+        out: dict[str, Any] = {
+            "loss": mean(self.loss, self.decisions),
+            "decisions": self.decisions,
+            "loss_by_kind": {
+                name: mean(float(self.group_nll[g]), int(self.group_slots[g]))
+                for g, name in enumerate(KIND_GROUPS)
+            },
+            "slots_by_kind": {name: int(self.group_slots[g]) for g, name in enumerate(KIND_GROUPS)},
+        }
+        if self.slots:
+            d = np.asarray(self.distances)
+            out["kind_accuracy"] = self.kind_correct / self.slots
+            out["moves"] = len(d)
+            out["pointer_distance_median"] = float(np.median(d)) if len(d) else None
+            out["pointer_distance_mean"] = float(d.mean()) if len(d) else None
+            out["pointer_exact"] = float((d == 0).mean()) if len(d) else None
+            out["pointer_within_8"] = float((d <= 8).mean()) if len(d) else None
+        return out
+
+
+@torch.no_grad()
+def evaluate(
+    policy: Policy,
+    loader: WindowLoader,
+    sessions: list[SessionSource],
+    refs: list,
+    config: BCConfig,
+    device: torch.device,
+) -> dict[str, Any]:
+    """Held-out loss per token kind, kind accuracy and pointer distance (lattice units), teacher-forced."""
+    policy.eval()
+    tally = Tally()
+    for batch in loader.ordered(sessions, refs):
+        obs, tokens, mask, state = to_device(batch, policy, device)
+        out = policy(obs, tokens, state, chunk=None, pointer_sigma=config.pointer_sigma)
+        tally.add(out, tokens, mask, pointer=True)
+    policy.train()
+    return tally.summary()
+
+
+# --- saving and resuming ---
+
+
+def rng_states() -> dict[str, Any]:
+    state = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": random.getstate(),
+        "numpy": [state[0], state[1].tolist(), int(state[2]), int(state[3]), float(state[4])],
+    }
+
+
+def restore_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch"])
+    if states["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+    random.setstate(_as_tuples(states["python"]))
+    name, keys, pos, has_gauss, cached = states["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+
+
+def _as_tuples(value: Any) -> Any:
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, list | tuple) else value
+
+
+def _refuse_existing_run(out: Path) -> None:
+    existing = [p.name for p in (out / PROGRESS, out / LAST, out / CONFIG) if p.exists()]
+    existing += [p.name for p in sorted(out.glob("epoch-*.pt"))][:1]
+    if existing:
+        raise UserError(
+            f"{out} already holds a training run ({', '.join(existing)}); pass --resume to continue it, "
+            "or choose another output folder"
+        )
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"device {name} asked for, but torch sees no CUDA device here; use --device cpu")
+    return torch.device(name)
+
+
+@contextmanager
+def _stop_on_interrupt(flag: dict[str, str | None]) -> Any:
+    """Ctrl+C asks the loop to stop after the current step (and save); a second one interrupts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if flag["stop"] == "interrupt":
+            raise KeyboardInterrupt
+        flag["stop"] = "interrupt"
+        log.warning("stopping after this step (Ctrl+C again to interrupt at once)")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# --- the run ---
+
+
+def train_bc(
+    config: BCConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Train (or resume) a behaviour-cloning run; returns the summary the command prints."""
+    started = time.monotonic()
+    out = Path(config.out)
+    saved = None
+    if resume:
+        if not (out / PROGRESS).is_file():
+            raise UserError(f"nothing to resume: {out / PROGRESS} does not exist")
+        saved = load_checkpoint(out / PROGRESS)
+        if "train_config" not in saved.extra:
+            raise UserError(f"{out / PROGRESS} is not a train-bc progress file")
+        stored = BCConfig.from_dict(saved.extra["train_config"])
+        config = stored.resumed_with({k: v for k, v in (changes or {}).items() if k not in ("data", "out")})
+    elif out.exists():
+        _refuse_existing_run(out)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    device = _device(config.device)
+    policy_config = config.policy_config
+
+    # --- data ---
+    data: DataSet = find_sessions(config.data, config.sources, config.layout)
+    if saved is not None and saved.extra["data"]["train"] != data.describe()["train"]:
+        raise UserError(
+            f"the training sessions under {config.data} changed since this run started "
+            "(other sessions or other lengths); resume needs the same data, or start a new run"
+        )
+    settings = DataSettings(
+        decode=DecodeSettings(config.layout, config.drop_keys, config.look_before_click),
+        window=config.window,
+        lead_in=config.lead_in,
+        batch=config.batch,
+        clip=policy_config.sizes.clip if policy_config.reads_clip else 1,
+        open_sessions=config.open_sessions,
+        shuffle_windows=config.shuffle_windows,
+        seed=config.seed,
+    )
+    val_refs = sample_refs([len(settings.spans(s)) for s in data.val], config.val_windows, config.seed)
+    if not data.val:
+        log.warning("no held-out session (split val) under %s: no held-out metrics", config.data)
+
+    # --- model and optimizer ---
+    policy = Policy(policy_config).to(device)
+    if saved is not None:
+        policy.load_state_dict(saved.policy.state_dict())
+    policy.train()
+    trained = [p for p in policy.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=config.lr, weight_decay=config.weight_decay)
+    progress: dict[str, Any] = {
+        "step": 0,
+        "position": DataPosition(0, tuple(0 for _ in range(max(config.workers, 1)))).to_dict(),
+        "epochs_completed": 0,
+        "decisions_seen": 0,
+        "decisions_trained": 0,
+        "masked": {"burst": 0, "look_before_click": 0, "other": 0},
+        "train_seconds": 0.0,
+        "history": [],
+        "skipped": [],
+        "epoch_tally": Tally().state(),
+    }
+    if saved is not None:
+        optimizer.load_state_dict(saved.optimizer)
+        restore_rng_states(saved.extra["rng"])
+        progress.update({k: saved.extra[k] for k in progress})
+    provenance = Provenance(data=data.describe(), seed=config.seed)
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG).write_text(
+        json.dumps(
+            {
+                "train": config.to_dict(),
+                "policy": policy_config.to_dict(),
+                "layout": policy_config.view_layout.to_dict(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+
+    def save(path: Path, *, with_optimizer: bool) -> Path:
+        progress["epoch_tally"] = epoch_tally.state()
+        extra = {"train_config": config.to_dict(), "data": data.describe(), **progress}
+        if with_optimizer:
+            extra["rng"] = rng_states()
+        return save_checkpoint(
+            path, policy, provenance=provenance, optimizer=optimizer if with_optimizer else None, extra=extra
+        )
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(out / "tb"))
+    loader = WindowLoader(settings, config.workers)
+    flag: dict[str, str | None] = {"stop": None}
+    position = DataPosition.from_dict(progress["position"])
+    held_out = progress["history"][-1]["held_out"] if progress["history"] else None
+    epoch_tally = Tally.from_state(progress["epoch_tally"])
+    last_save = time.monotonic()
+    window_start, window_decisions = time.monotonic(), 0
+
+    def over_budget() -> str | None:
+        if flag["stop"]:
+            return flag["stop"]
+        if config.max_steps and progress["step"] >= config.max_steps:
+            return "max_steps"
+        if config.max_minutes and time.monotonic() - started >= config.max_minutes * 60:
+            return "max_minutes"
+        return None
+
+    # --- the loop ---
+    with loader, _stop_on_interrupt(flag), progress_bar() as bar:
+        stop = over_budget()
+        for epoch in range(position.epoch, config.epochs):
+            if stop:
+                break
+            task = bar.add_task(
+                f"epoch {epoch + 1}/{config.epochs}", total=loader.batches_in_epoch(data.train, epoch)
+            )
+            bar.update(task, completed=sum(-(-start // config.batch) for start in position.starts))
+            tick = time.monotonic()
+            for batch, where in loader.epoch(data.train, epoch, position):
+                obs, tokens, mask, state = to_device(batch, policy, device)
+                out_ = policy(
+                    obs, tokens, state, chunk=config.chunk or None, pointer_sigma=config.pointer_sigma
+                )
+                counted = mask.sum()
+                loss = (slot_nll(out_).sum(-1) * mask).sum() / counted.clamp(min=1)
+                optimizer.zero_grad(set_to_none=True)
+                grad_norm = 0.0
+                if counted > 0:  # a batch of bursts only teaches nothing; skip its update
+                    loss.backward()
+                    if config.grad_clip:
+                        grad_norm = float(torch.nn.utils.clip_grad_norm_(trained, config.grad_clip))
+                    optimizer.step()
+
+                # --- counters and logs ---
+                a = batch.arrays
+                progress["step"] += 1
+                progress["decisions_seen"] += int(a["region"].sum())
+                progress["decisions_trained"] += int(counted)
+                progress["masked"]["burst"] += int((a["region"] & a["burst"]).sum())
+                looked = (
+                    a["region"] & a["pressed_after_move"] & ~a["burst"] if config.look_before_click else 0
+                )
+                progress["masked"]["look_before_click"] += int(np.sum(looked))
+                progress["masked"]["other"] = (
+                    progress["decisions_seen"]
+                    - progress["decisions_trained"]
+                    - progress["masked"]["burst"]
+                    - progress["masked"]["look_before_click"]
+                )
+                now = time.monotonic()
+                progress["train_seconds"] += now - tick  # the wait for data included
+                tick = now
+                position = where
+                progress["position"] = where.to_dict()
+                epoch_tally.add(out_, tokens, mask)
+                step = progress["step"]
+                window_decisions += int(a["region"].sum())
+                writer.add_scalar("train/loss", loss.item(), step)
+                writer.add_scalar("train/lr", optimizer.param_groups[0]["lr"], step)
+                writer.add_scalar("train/grad_norm", grad_norm, step)
+                if now - window_start >= 10.0:
+                    writer.add_scalar("train/decisions_per_s", window_decisions / (now - window_start), step)
+                    window_start, window_decisions = now, 0
+                if step % 10 == 0:
+                    for name, value in epoch_tally.summary()["loss_by_kind"].items():
+                        if value is not None:
+                            writer.add_scalar(f"train/loss_{name}", value, step)
+                bar.update(
+                    task, advance=1, description=f"epoch {epoch + 1}/{config.epochs} loss {loss.item():.3f}"
+                )
+
+                if now - last_save >= config.save_every:
+                    save(out / PROGRESS, with_optimizer=True)
+                    last_save = time.monotonic()
+                stop = over_budget()
+                if stop:
+                    break
+            if stop:
+                break
+
+            # --- end of epoch: held-out metrics, checkpoints ---
+            held_out = evaluate(policy, loader, data.val, val_refs, config, device) if val_refs else None
+            train_summary = epoch_tally.summary()
+            epoch_tally = Tally()
+            progress["epochs_completed"] = epoch + 1
+            progress["history"].append(
+                {"epoch": epoch + 1, "step": progress["step"], "train": train_summary, "held_out": held_out}
+            )
+            progress["skipped"] = sorted({s.path for s in loader.skipped} | set(progress["skipped"]))
+            for name, value in (held_out or {}).items():
+                if isinstance(value, int | float) and value is not None:
+                    writer.add_scalar(f"held_out/{name}", value, progress["step"])
+            for name, value in ((held_out or {}).get("loss_by_kind") or {}).items():
+                if value is not None:
+                    writer.add_scalar(f"held_out/loss_{name}", value, progress["step"])
+            position = DataPosition(epoch + 1, tuple(0 for _ in position.starts))
+            progress["position"] = position.to_dict()
+            save(out / f"epoch-{epoch + 1:04d}.pt", with_optimizer=False)
+            save(out / LAST, with_optimizer=False)
+            save(out / PROGRESS, with_optimizer=True)
+            last_save = time.monotonic()
+            bar.update(
+                task,
+                description=f"epoch {epoch + 1}/{config.epochs} held-out loss "
+                + (f"{held_out['loss']:.3f}" if held_out and held_out["loss"] is not None else "-"),
+            )
+        stop = stop or "epochs"
+        if stop != "epochs" or not (out / LAST).exists():
+            progress["skipped"] = sorted({s.path for s in loader.skipped} | set(progress["skipped"]))
+            save(out / PROGRESS, with_optimizer=True)
+            save(out / LAST, with_optimizer=False)
+    writer.close()
+
+    if stop != "epochs" and epoch_tally.decisions:
+        train_now = epoch_tally.summary()
+    else:
+        train_now = progress["history"][-1]["train"] if progress["history"] else None
+    seconds = progress["train_seconds"]
+    return {
+        "stopped": stop,
+        "steps": progress["step"],
+        "epochs_completed": progress["epochs_completed"],
+        "decisions_seen": progress["decisions_seen"],
+        "decisions_trained": progress["decisions_trained"],
+        "masked": progress["masked"],
+        "decisions_per_s": progress["decisions_seen"] / seconds if seconds else None,
+        "train": train_now,
+        "held_out": held_out,
+        "checkpoint": str(out / LAST),
+        "progress": str(out / PROGRESS),
+        "config": str(out / CONFIG),
+        "sessions": {"train": len(data.train), "val": len(data.val), "skipped": data.skipped},
+        "skipped_while_training": progress["skipped"],
+        "parameters": policy.parameter_count()["total"],
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "seconds": time.monotonic() - started,
+    }

@@ -1,0 +1,176 @@
+"""The settings of a behaviour-cloning run: one typed dataclass, saved beside every output and inside every
+checkpoint, and the source of `hoi4-arena train-bc --help` (each field's one-line docstring).
+
+This module imports neither torch nor numpy, so the command line can read the help texts cheaply.
+
+Try: .venv/bin/python -c "from hoi4_arena.training.bc_config import BCConfig, field_help; print(field_help(BCConfig)['window'])"
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cache
+from typing import Any
+
+from hoi4_arena.errors import UserError
+
+# Fields a resumed run may change: they bound or pace the run, not what it computes (threads and
+# device may change the last bits of the arithmetic; the same ones reproduce a run exactly).
+RESUMABLE_CHANGES = ("epochs", "max_minutes", "max_steps", "save_every", "threads", "device")
+
+
+@dataclass(frozen=True)
+class BCConfig:
+    """Behaviour cloning from recorded sessions (see docs/training.md)."""
+
+    data: str
+    """Data folder: session folders anywhere below it (and an optional splits.json)."""
+    out: str
+    """Output folder: checkpoints, progress.pt, config.json, TensorBoard logs (tb/)."""
+    encoder: str = "cnn"
+    """Encoder: cnn, cnn_clip or timm:NAME (e.g. timm:qwen3_vit_88m_enc)."""
+    weights: str | None = None
+    """A .safetensors file of the timm tower's pretrained weights."""
+    layout: str = "cpu"
+    """View layout: cpu (small, trains on a CPU) or full."""
+    freeze_blocks: int = 0
+    """Leading encoder blocks kept frozen (computed once per frame without a graph)."""
+    policy: dict[str, int] = field(default_factory=dict)
+    """Other PolicyConfig widths, e.g. {"width": 8, "hidden": 64} (--policy width=8)."""
+    window: int = 16
+    """Decisions with loss per training window."""
+    lead_in: int = 0
+    """Decisions fed through the memory before each window, without loss (warm-up context)."""
+    batch: int = 8
+    """Windows per optimizer step."""
+    workers: int = 2
+    """Background processes that decode videos and compute views (0: on the training thread)."""
+    epochs: int = 10
+    """Passes over the training sessions."""
+    max_minutes: float = 0.0
+    """Stop cleanly after this many minutes of wall time, saving everything (0: no limit)."""
+    max_steps: int = 0
+    """Stop cleanly after this many optimizer steps in total (0: no limit)."""
+    lr: float = 3e-4
+    """AdamW learning rate (constant)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Clip the gradient's global norm to this (0: no clipping)."""
+    seed: int = 0
+    """Seed of the weight initialisation and of the data order."""
+    pointer_sigma: float = 0.0
+    """Score a move against a Gaussian blob this many lattice units wide (0: the exact point)."""
+    look_before_click: bool = False
+    """Leave out decisions that press a button after a move in the same decision."""
+    chunk: int = 4
+    """Frames per recomputed chunk of the trained encoder blocks and readers (0: keep all activations)."""
+    save_every: float = 600.0
+    """Seconds between progress.pt saves within an epoch (also saved after each epoch)."""
+    threads: int = 0
+    """Torch CPU threads (0: torch's default)."""
+    device: str = "auto"
+    """cpu, cuda, cuda:N, or auto (cuda when available)."""
+    sources: tuple[str, ...] = ("human", "scripted")
+    """Manifest sources used as demonstrations: human, scripted, ai, policy."""
+    drop_keys: tuple[int, ...] = ()
+    """Virtual-key codes whose tokens are removed from the demonstrations (e.g. 0x20)."""
+    open_sessions: int = 4
+    """Sessions each data stream plays at once."""
+    shuffle_windows: int = 64
+    """Windows in each data stream's shuffle buffer."""
+    val_windows: int = 256
+    """Held-out windows scored after each epoch, a fixed seeded sample (0: all)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "drop_keys", tuple(int(k) for k in self.drop_keys))
+        object.__setattr__(self, "policy", dict(self.policy))
+        positive = ("window", "batch", "epochs", "open_sessions", "shuffle_windows")
+        for name in positive:
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise UserError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
+        for name in ("lead_in", "workers", "max_steps", "chunk", "threads", "freeze_blocks", "val_windows"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise UserError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
+        for name in ("max_minutes", "save_every", "pointer_sigma", "weight_decay", "grad_clip"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise UserError(f"{name} must be a finite number >= 0, got {value!r}")
+        if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
+            raise UserError(f"lr must be a positive number, got {self.lr!r}")
+        if self.device != "auto" and self.device != "cpu" and not self.device.startswith("cuda"):
+            raise UserError(f"device must be cpu, cuda, cuda:N or auto, got {self.device!r}")
+        reserved = {"layout", "encoder", "weights", "freeze_blocks", "seed"}
+        clash = sorted(reserved & set(self.policy))
+        if clash:
+            raise UserError(f"--policy cannot set {', '.join(clash)}: use --{clash[0].replace('_', '-')}")
+        self.policy_config  # noqa: B018 -- validates the architecture now, with its message
+
+    @property
+    def policy_config(self) -> Any:
+        """The PolicyConfig this run trains (UserError when the combination is refused)."""
+        from hoi4_arena.models.config import PolicyConfig
+
+        try:
+            return PolicyConfig(
+                layout=self.layout,
+                encoder=self.encoder,
+                weights=self.weights,
+                freeze_blocks=self.freeze_blocks,
+                seed=self.seed,
+                **self.policy,
+            )
+        except TypeError as error:
+            raise UserError(f"--policy: {error}") from None
+        except ValueError as error:
+            raise UserError(str(error)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sources"] = list(self.sources)
+        data["drop_keys"] = list(self.drop_keys)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BCConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UserError(f"unknown train-bc settings: {', '.join(unknown)}")
+        return cls(**data)
+
+    def resumed_with(self, changes: dict[str, Any]) -> BCConfig:
+        """This (stored) config with the settings a resumed run may change; UserError for any other."""
+        refused = {k: v for k, v in changes.items() if k not in RESUMABLE_CHANGES and getattr(self, k) != v}
+        if refused:
+            listed = "; ".join(
+                f"--{k.replace('_', '-')} {v!r} (the run has {getattr(self, k)!r})"
+                for k, v in refused.items()
+            )
+            raise UserError(
+                f"--resume continues with the run's own settings; these differ: {listed}. "
+                f"Only {', '.join(RESUMABLE_CHANGES)} may change, or start a new run in another folder"
+            )
+        return replace(self, **{k: v for k, v in changes.items() if k in RESUMABLE_CHANGES})
+
+
+@cache
+def field_help(cls: type) -> dict[str, str]:
+    """Each dataclass field's docstring (the string literal on the line after it), by field name."""
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for node, following in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[node.target.id] = following.value.value.strip()
+    return docs

@@ -1,0 +1,38 @@
+"""Fixtures for the training tests: marker-game sessions (tests/data/marker_game.py), one torch thread."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+# The marker game lives beside the data tests, which use it too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
+
+from marker_game import write_marker_session  # noqa: E402
+
+# A policy small enough to learn the marker game in seconds on one CPU thread.
+TINY = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, hidden=48, head_dim=48, position_dim=16)
+TINY_ARGS = ["--policy", ",".join(f"{k}={v}" for k, v in TINY.items())]
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """One thread: on the shared 2-core machine torch's spinning worker threads slow steps many times,
+    and resume must compare runs with the same thread count."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def marker_data(tmp_path: Path) -> Path:
+    """A data folder: one marker session to train on and the same game again, held out (split val)."""
+    data = tmp_path / "data"
+    write_marker_session(data / "train", seed=1, frames=120, session_id="train")
+    write_marker_session(data / "held", seed=1, frames=120, session_id="held", split="val")
+    return data
