@@ -197,6 +197,28 @@ def record_command(
 
 # --- screen: the X11 game's capture and probe ---------------------------------------------------
 
+# --- screen: --game sim for capture and probe ---
+_SIM_ARENA = typer.Option("--arena", help="--game sim: preset, preset:seed or map folder (default plains).")
+_SIM_SEED = typer.Option("--seed", help="--game sim: the game's seed (default 0).")
+_SIM_SIZE = typer.Option("--size", help="--game sim: screen size such as 960x540 (default).")
+
+
+def _sim_options(game: str, arena: str | None, seed: int | None, size: str | None) -> dict:
+    """The SimWorker keywords of --arena, --seed and --size, which only --game sim takes."""
+    given = {"--arena": arena, "--seed": seed, "--size": size}
+    if game != "sim":
+        extra = [name for name, value in given.items() if value is not None]
+        if extra:
+            raise UserError(f"{', '.join(extra)}: only for --game sim, not --game {game}")
+        return {}
+    from hoi4_arena.sim.window import parse_size
+
+    return {
+        "arena": arena or "plains",
+        "seed": 0 if seed is None else seed,
+        "size": list(parse_size(size or "960x540")),
+    }
+
 
 @app.command("capture")
 def capture_command(
@@ -205,7 +227,10 @@ def capture_command(
         Path | None, typer.Option("--views", help="Folder for the views as PNGs (global, quadrants, fovea).")
     ] = None,
     game: Annotated[
-        str, typer.Option("--game", help="Which game's worker: x11 (a window on an X display).")
+        str,
+        typer.Option(
+            "--game", help="Which game's worker: x11 (a window on an X display) or sim (a new headless game)."
+        ),
     ] = "x11",
     window: Annotated[
         str | None,
@@ -215,19 +240,28 @@ def capture_command(
         str | None, typer.Option("--display", help="X display such as :0 (default: $DISPLAY).")
     ] = None,
     layout: Annotated[str, typer.Option("--layout", help="View layout: full or cpu.")] = "full",
+    arena: Annotated[str | None, _SIM_ARENA] = None,
+    seed: Annotated[int | None, _SIM_SEED] = None,
+    size: Annotated[str | None, _SIM_SIZE] = None,
 ) -> None:
     """Save a frame of the current game and its views as PNGs."""
     from hoi4_arena.screen.probe import CaptureConfig, run_capture
     from hoi4_arena.terminal import print_json
 
-    config = CaptureConfig(out=out, views_dir=views, game=game, window=window, display=display, layout=layout)
+    sim = _sim_options(game, arena, seed, size)
+    config = CaptureConfig(
+        out=out, views_dir=views, game=game, window=window, display=display, layout=layout, sim=sim
+    )
     print_json(run_capture(config))
 
 
 @app.command("probe")
 def probe_command(
     game: Annotated[
-        str, typer.Option("--game", help="Which game's worker: x11 (a window on an X display).")
+        str,
+        typer.Option(
+            "--game", help="Which game's worker: x11 (a window on an X display) or sim (a new headless game)."
+        ),
     ] = "x11",
     window: Annotated[
         str | None,
@@ -242,13 +276,17 @@ def probe_command(
         bool,
         typer.Option("--apply/--no-apply", help="Time applies too (a move to where the pointer already is)."),
     ] = True,
+    arena: Annotated[str | None, _SIM_ARENA] = None,
+    seed: Annotated[int | None, _SIM_SEED] = None,
+    size: Annotated[str | None, _SIM_SIZE] = None,
 ) -> None:
     """What the worker sees: window, size, focus, safety state, capture and apply timings."""
     from hoi4_arena.screen.probe import ProbeConfig, run_probe
     from hoi4_arena.terminal import print_json
 
+    sim = _sim_options(game, arena, seed, size)
     config = ProbeConfig(
-        game=game, window=window, display=display, layout=layout, captures=captures, apply=apply
+        game=game, window=window, display=display, layout=layout, captures=captures, apply=apply, sim=sim
     )
     print_json(run_probe(config))
 

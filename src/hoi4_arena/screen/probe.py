@@ -1,7 +1,7 @@
 """What the `capture` and `probe` commands do: look at the current game through its worker.
 
 `open_worker` is the one place a command turns `--game`, `--window` and `--display` into a `Worker`;
-a new kind of game (the simulator's headless worker) is one more branch there. `run_capture` saves a
+`--game sim` opens the simulator's headless worker on a new game (`--arena`, `--seed`, `--size`). `run_capture` saves a
 frame (the cursor drawn in) and its views as PNGs; `run_probe` reports what the worker sees: the
 window, its size and focus, the safety state, and how long captures and applies take.
 
@@ -10,12 +10,13 @@ while the game has focus and the pointer is inside it; `--no-apply` skips it.
 
 Try: hoi4-arena probe --window "Hearts of Iron IV"
      hoi4-arena capture frame.png --views views/ --display :0
+     hoi4-arena capture frame.png --views views/ --game sim --arena river --size 1280x720
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.views import QUADRANT_NAMES
 from hoi4_arena.screen.worker import CaptureRequest, Worker, WorkerError
 
-GAMES = ("x11",)
+GAMES = ("x11", "sim")
 
 
 def parse_window(text: str | None) -> str | int:
@@ -48,8 +49,12 @@ def open_worker(
     display: str | None = None,
     layout: ViewLayout | None = None,
     game_log: Path | None = None,
+    sim: dict | None = None,
 ) -> Worker:
-    """The worker for `game`; a game that cannot be reached is a `UserError` that says why."""
+    """The worker for `game`; a game that cannot be reached is a `UserError` that says why.
+
+    `sim` holds the `SimWorker` keywords of `--game sim` (arena, seed, size, ...).
+    """
     if game == "x11":
         from hoi4_arena.screen.x11_worker import X11Worker
 
@@ -57,6 +62,10 @@ def open_worker(
             return X11Worker(display, window=parse_window(window), layout=layout, game_log_path=game_log)
         except WorkerError as error:
             raise UserError(f"cannot open the X11 game: {error.message}") from None
+    if game == "sim":
+        from hoi4_arena.screen.sim_worker import SimWorker
+
+        return SimWorker(layout=layout or ViewLayout.named("full"), **(sim or {}))
     raise UserError(f"unknown game {game!r}; known games: {', '.join(GAMES)}")
 
 
@@ -69,13 +78,15 @@ class CaptureConfig:
     views_dir: Path | None = None
     """Folder for the views as PNGs (global, the four quadrants, fovea)."""
     game: str = "x11"
-    """Which game's worker: x11 (a window on an X display)."""
+    """Which game's worker: x11 (a window on an X display) or sim (a new headless simulator game)."""
     window: str | None = None
     """Window name or class, or a process id (default: Hearts of Iron IV)."""
     display: str | None = None
     """X display such as :0 (default: $DISPLAY)."""
     layout: str = "full"
     """View layout: full or cpu."""
+    sim: dict = field(default_factory=dict)
+    """SimWorker keywords for --game sim: arena, seed, size (height, width)."""
 
     def __post_init__(self) -> None:
         if self.out.suffix.lower() != ".png":
@@ -89,7 +100,9 @@ def run_capture(config: CaptureConfig) -> dict:
     from PIL import Image
 
     layout = ViewLayout.named(config.layout)
-    with open_worker(config.game, window=config.window, display=config.display, layout=layout) as worker:
+    with open_worker(
+        config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
+    ) as worker:
         info = worker.attach()
         try:
             capture = worker.capture(CaptureRequest(views=config.views_dir is not None, full=True))
@@ -124,13 +137,15 @@ class ProbeConfig:
     """Settings of `hoi4-arena probe`."""
 
     game: str = "x11"
-    """Which game's worker: x11 (a window on an X display)."""
+    """Which game's worker: x11 (a window on an X display) or sim (a new headless simulator game)."""
     window: str | None = None
     """Window name or class, or a process id (default: Hearts of Iron IV)."""
     display: str | None = None
     """X display such as :0 (default: $DISPLAY)."""
     layout: str = "full"
     """View layout: full or cpu."""
+    sim: dict = field(default_factory=dict)
+    """SimWorker keywords for --game sim: arena, seed, size (height, width)."""
     captures: int = 20
     """How many captures to time."""
     apply: bool = True
@@ -162,7 +177,9 @@ def _timed(call) -> float:
 def run_probe(config: ProbeConfig) -> dict:
     """What the worker sees, and how fast it captures and applies."""
     layout = ViewLayout.named(config.layout)
-    with open_worker(config.game, window=config.window, display=config.display, layout=layout) as worker:
+    with open_worker(
+        config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
+    ) as worker:
         info = worker.attach()
         try:
             views = [
