@@ -26,6 +26,7 @@ Try: python -m hoi4_arena.screen.sim_worker river 3
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from hoi4_arena.gamelog import ArenaLine, ArenaState, GameLogError, parse_line
@@ -205,7 +206,9 @@ def start_match(worker: Worker, config: MatchConfig | None = None) -> MatchStart
         unpaused = events[-2].t_ns  # space goes down, the game runs
         log.poll()
     except BaseException:
-        finish_match(worker)
+        # Let go even if the worker is half broken; the error that stopped the start is the one to see.
+        with contextlib.suppress(WorkerError):
+            finish_match(worker)
         raise
     worker.disarm()
     return MatchStart(
