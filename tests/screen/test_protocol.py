@@ -437,3 +437,24 @@ def test_bad_factory_is_a_clear_exit() -> None:
     )
     assert out.returncode == 2 and "error:" in out.stderr and "Traceback" not in out.stderr
     assert ARM_MODES == ("setup", "match")
+
+
+def test_serving_a_worker_with_bad_arguments_is_a_message_not_a_traceback() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hoi4_arena.screen.protocol",
+            "hoi4_arena.screen.sim_worker:SimWorker",
+            "--kwargs",
+            '{"arena": "no-such-preset"}',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "no-such-preset" in out.stderr and "Traceback" not in out.stderr

@@ -40,6 +40,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.worker import ARM_MODES, Capture, CaptureRequest, Worker, WorkerError
 
@@ -697,7 +698,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not isinstance(kwargs, dict):
             raise ValueError("--kwargs must be a JSON object")
         worker = load_factory(args.factory)(**kwargs)
-    except (ValueError, ImportError, TypeError) as error:
+    except (ValueError, ImportError, TypeError, UserError, WorkerError) as error:
+        # Bad factory arguments or a game that cannot be found: a message, never a traceback.
         parser.exit(2, f"error: {error}\n")
     closed = False
     try:
