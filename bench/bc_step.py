@@ -15,7 +15,14 @@ Views, speeds, pointers and tokens are random (no layer's cost depends on what t
 Torch's CPU threads spin: on a loaded 2-core machine 2 threads can be many times slower than 1, so the
 thread count is pinned (--threads, default 1) and reported.
 
-Try: .venv/bin/python bench/bc_step.py --steps 5
+With --loader WxH it also times the data side that feeds those steps: a synthetic recording (x264 at
+10 Hz, a moving pattern with texture, a click every second) written with the real SessionWriter, read
+for one epoch by train-bc's loader (decode, views, windows of 16, batches of 8) with each of
+--loader-workers, in decisions/s. Training runs at the slower of the two rates.
+
+--keep-data DIR keeps the recordings (in DIR/data), e.g. to time train-bc end to end on them.
+
+Try: .venv/bin/python bench/bc_step.py --steps 5 --loader 1920x1080 --loader-workers 0,2
 """
 
 from __future__ import annotations
@@ -23,13 +30,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
+from hoi4_arena.data.loader import DataSettings, WindowLoader
+from hoi4_arena.data.sources import find_sessions
 from hoi4_arena.models.config import ActionSpace, PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy
+from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.sessions.format import SessionManifest
+from hoi4_arena.sessions.writer import SessionWriter
 
 
 def random_window(
@@ -57,6 +71,77 @@ def random_window(
     return obs, torch.cat([kind[..., None], xy], dim=-1)
 
 
+def synthetic_session(folder: Path, size: tuple[int, int], frames: int) -> Path:
+    """A recording of a moving, textured pattern with a click every second (x264, 10 Hz)."""
+    height, width = size
+    rng = np.random.default_rng(0)
+    texture = rng.integers(0, 40, (height, width, 1), dtype=np.uint8)
+    y = np.broadcast_to(np.arange(height)[:, None, None], (height, width, 1))
+    x = np.broadcast_to(np.arange(width)[None, :, None], (height, width, 1))
+    base = (
+        np.concatenate([x * 180 // width, y * 180 // height, (x + y) * 90 // (width + height)], -1) + texture
+    )
+    base = base.astype(np.uint8)
+    manifest = SessionManifest(source="scripted", game_speed=3, screen=(width, height), hz=10)
+    t0, period = 10**12, 10**8
+    with SessionWriter(folder, manifest, realtime=False) as writer:
+        for i in range(frames):
+            frame = np.roll(base, 7 * i, axis=1)
+            side = height // 8
+            x0, y0 = (37 * i) % (width - side), (23 * i) % (height - side)
+            frame[y0 : y0 + side, x0 : x0 + side] = (230, 40, 40)
+            pointer = (x0 + side // 2, y0 + side // 2)
+            writer.add_frame(frame, t0 + i * period, pointer, True)
+            if i % 10 == 0:
+                t = t0 + i * period + 30_000_000
+                writer.add_inputs(
+                    [
+                        InputEvent(t, "move", *pointer, source="scripted"),
+                        InputEvent(t + 30_000_000, "button_down", *pointer, button="left", source="scripted"),
+                        InputEvent(t + 60_000_000, "button_up", *pointer, button="left", source="scripted"),
+                    ]
+                )
+        writer.close("bench")
+    return folder
+
+
+def time_loader(
+    size: tuple[int, int], workers: list[int], frames: int, sessions: int, keep: Path | None = None
+) -> dict:
+    """Decisions per second of a loader epoch over synthetic sessions, for each worker count.
+
+    The second epoch is timed: the first starts the worker processes (reported apart) and warms the
+    numba cache and the file cache.
+    """
+    with tempfile.TemporaryDirectory() as temporary:
+        root = keep or temporary
+        for i in range(sessions):
+            synthetic_session(Path(root) / "data" / f"s{i}", size, frames)
+        found = find_sessions(Path(root) / "data", ("scripted",)).train
+        out: dict = {
+            "size": f"{size[1]}x{size[0]}",
+            "sessions": sessions,
+            "decisions": sum(s.decisions for s in found),
+        }
+        for count in workers:
+            with WindowLoader(DataSettings(), count) as loader:
+                start = time.perf_counter()
+                epoch = loader.epoch(found, 0)
+                next(epoch)
+                to_first = time.perf_counter() - start
+                for _ in epoch:
+                    pass
+                start = time.perf_counter()
+                seen = sum(int(batch.arrays["region"].sum()) for batch, _ in loader.epoch(found, 1))
+                elapsed = time.perf_counter() - start
+            out[f"workers_{count}"] = {
+                "first_batch_s": round(to_first, 2),
+                "epoch_s": round(elapsed, 2),
+                "decisions_per_s": round(seen / elapsed, 1),
+            }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5, help="timed steps of each path (after one warm-up)")
@@ -68,6 +153,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (pinned; reported)")
     parser.add_argument("--encoder", default="cnn", help="encoder of the timed policy")
     parser.add_argument("--layout", default="cpu", help="view layout of the timed policy")
+    parser.add_argument("--loader", default=None, help="also time the loader on a synthetic WxH recording")
+    parser.add_argument("--loader-workers", default="0,2", help="worker counts the loader is timed with")
+    parser.add_argument("--loader-frames", type=int, default=300, help="frames of each synthetic recording")
+    parser.add_argument("--loader-sessions", type=int, default=2, help="synthetic recordings")
+    parser.add_argument(
+        "--keep-data", type=Path, default=None, help="write the recordings to DIR/data and keep them"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = PolicyConfig(layout=args.layout, encoder=args.encoder)
@@ -112,6 +204,12 @@ def main() -> None:
     for path in paths:
         median = float(np.median(times[path]))
         result[path] = {"step_s": round(median, 3), "decisions_per_s": round(decisions / median, 1)}
+    if args.loader:
+        width, height = (int(v) for v in args.loader.lower().split("x"))
+        workers = [int(v) for v in args.loader_workers.split(",")]
+        result["loader"] = time_loader(
+            (height, width), workers, args.loader_frames, args.loader_sessions, args.keep_data
+        )
     result["ratio_chunked_over_naive"] = round(
         result["chunked"]["decisions_per_s"] / result["naive"]["decisions_per_s"], 2
     )
