@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -326,6 +327,49 @@ class ArenaState:
             side["provinces"] = f"{side['provinces']:x}"
         out["control"] = {str(k): v for k, v in sorted(self.control.items())}
         return out
+
+
+SETUP_STEPS = ("army", "front", "offensive", "executed")
+"""The steps of a side's setup, in the order a player takes them (see `setup_milestones`)."""
+
+
+def setup_milestones(lines: Iterable[str | ArenaLine], tag: str) -> dict[str, Any]:
+    """How far side `tag` got with its setup, read from the daily `army` lines of a game's ARENA log.
+
+    The steps: `army` (the side has an army: an army line of `tag`), `front` (an army's front is the
+    enemy), `offensive` (an army holds a non-empty offensive plan) and `executed` (an army executes its
+    plan). Each maps to the first game day (`h // 24` of the line) it was seen on, or None; `complete`
+    is True when all four were seen. Army lines are written once a game day, so a step taken and undone
+    within a day is not seen. `lines` are raw log lines (other lines are skipped) or parsed
+    `ArenaLine`s; a log holding several games counts the last one (from its last `start` line). A
+    malformed ARENA line raises `GameLogError`, as everywhere else.
+
+    Read by play-policy's results, the quickstart and the scripted player's study.
+    """
+    if tag not in ("BLU", "RED"):
+        raise ValueError(f"tag must be BLU or RED, not {tag!r}")
+    enemy = "RED" if tag == "BLU" else "BLU"
+    days: dict[str, int | None] = dict.fromkeys(SETUP_STEPS)
+    for item in lines:
+        line = parse_line(item) if isinstance(item, str) else item
+        if line is None:
+            continue
+        if line.kind == "start":
+            days = dict.fromkeys(SETUP_STEPS)  # an earlier game in the same log does not count
+            continue
+        if line.kind != "army" or line["tag"] != tag:
+            continue
+        day = line["h"] // 24
+        seen = {
+            "army": True,
+            "front": line["front"] == enemy,
+            "offensive": bool(line["plan"]),
+            "executed": line["executing"] == 1,
+        }
+        for step, happened in seen.items():
+            if happened and days[step] is None:
+                days[step] = day
+    return {**days, "complete": all(day is not None for day in days.values())}
 
 
 if __name__ == "__main__":
