@@ -130,3 +130,10 @@ def test_bad_input_is_refused_with_a_message(trained, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="other files"):
         heatmap(checkpoint, session, busy)
     assert (busy / "notes.txt").read_text() == "mine"
+
+
+def test_a_clip_encoder_walks_the_session_with_its_clip(trained, tmp_path: Path) -> None:
+    policy = Policy(PolicyConfig(layout="cpu", encoder="cnn_clip", **TINY))
+    checkpoint = save_checkpoint(tmp_path / "clip.pt", policy)
+    summary = heatmap(checkpoint, trained["session"], tmp_path / "clip", count=2)
+    assert summary["drawn"] == 2 and len(list((tmp_path / "clip").glob("*.png"))) == 2

@@ -173,3 +173,10 @@ def test_bad_input_gets_clear_messages(marker_data: Path, tmp_path: Path) -> Non
     progress["layout"]["version"] = "views1-g72x128x8-q90x160-f48"
     torch.save(progress, tmp_path / "run" / "progress.pt")
     refused([str(marker_data), out, "--resume"], "fovea size 48")
+
+
+def test_clip_encoders_train_on_clips_and_the_summary_says_so(marker_data: Path, tmp_path: Path) -> None:
+    summary = train_bc(config(marker_data, tmp_path / "clip", encoder="cnn_clip", max_steps=2, val_windows=2))
+    assert summary["steps"] == 2 and summary["stopped"] == "max_steps"
+    checkpoint = load_checkpoint(tmp_path / "clip" / "last.pt")
+    assert checkpoint.config.reads_clip and checkpoint.config.encoder == "cnn_clip"

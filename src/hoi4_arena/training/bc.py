@@ -293,7 +293,8 @@ def train_bc(
         log.warning("no held-out session (split val) under %s: no held-out metrics", config.data)
 
     # --- model and optimizer ---
-    policy = Policy(policy_config).to(device)
+    # A resumed run's tower weights are in progress.pt: the --weights file is only read at the start.
+    policy = Policy(policy_config, load_weights=saved is None).to(device)
     if saved is not None:
         policy.load_state_dict(saved.policy.state_dict())
     policy.train()
