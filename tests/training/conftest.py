@@ -14,10 +14,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 
 from marker_game import write_marker_session  # noqa: E402
 
-# A policy small enough to learn the marker game in seconds on one CPU thread.
-TINY = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, hidden=48, head_dim=48, position_dim=16)
-TINY_ARGS = ["--policy", ",".join(f"{k}={v}" for k, v in TINY.items())]
-
 
 @pytest.fixture(autouse=True)
 def one_torch_thread() -> Iterator[None]:

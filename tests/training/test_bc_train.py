@@ -15,7 +15,6 @@ import torch
 from marker_game import write_marker_session
 from typer.testing import CliRunner
 
-from conftest import TINY, TINY_ARGS
 from hoi4_arena.cli import app
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
@@ -23,6 +22,9 @@ from hoi4_arena.training.bc import train_bc
 from hoi4_arena.training.bc_config import BCConfig
 
 runner = CliRunner()
+# A policy small enough to learn the marker game in seconds on one CPU thread.
+TINY = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, hidden=48, head_dim=48, position_dim=16)
+TINY_ARGS = ["--policy", ",".join(f"{k}={v}" for k, v in TINY.items())]
 FAST = ["--window", "4", "--batch", "4", "--threads", "1", "--chunk", "0", "--shuffle-windows", "16"]
 
 
