@@ -586,6 +586,89 @@ def heatmap_command(
     print_json(heatmap(checkpoint, session, out, count=count, device=device))
 
 
+# --- play ---------------------------------------------------------------------------------------
+
+
+@app.command("play-policy")
+def play_policy_command(
+    checkpoint: Annotated[
+        str,
+        typer.Argument(help="A policy checkpoint (train-bc's last.pt), or the word random (the baseline)."),
+    ],
+    out: Annotated[
+        Path, typer.Argument(help="Folder for the sessions and results.jsonl; re-running with it resumes.")
+    ],
+    games: Annotated[int, typer.Option("--games", help="How many games to play.")],
+    arena: Annotated[
+        str, typer.Option("--arena", help="Preset, preset:seed or map folder (a bare preset: map seed 0).")
+    ] = "plains",
+    seed: Annotated[
+        int, typer.Option("--seed", help="First game seed: game i plays seed+i (seed+i//2 with alternate).")
+    ] = 0,
+    side: Annotated[
+        str, typer.Option("--side", help="BLU, RED, or alternate (each seed from both sides, BLU first).")
+    ] = "alternate",
+    point: Annotated[
+        bool, typer.Option("--point", help="Each move on its likeliest spot (argmax); kinds still sampled.")
+    ] = False,
+    deterministic: Annotated[
+        bool, typer.Option("--deterministic", help="Argmax everywhere: likeliest kind and likeliest spot.")
+    ] = False,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 1.0,
+    game: Annotated[
+        str, typer.Option("--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb).")
+    ] = "sim",
+    size: Annotated[str, typer.Option("--size", help="The game's screen, WIDTHxHEIGHT, 16:9.")] = "960x540",
+    speed: Annotated[int, typer.Option("--speed", help="Game speed 1..5 of the match.")] = 5,
+    max_days: Annotated[
+        int, typer.Option("--max-days", help="The game's time limit in days (a draw when reached).")
+    ] = 365,
+    max_decisions: Annotated[
+        int,
+        typer.Option("--max-decisions", help="Stop a game after N decisions (unfinished: invalid); 0: none."),
+    ] = 0,
+    ai_strength: Annotated[float, typer.Option("--ai-strength", help="The game's AI strength, 0..1.")] = 0.5,
+    no_record: Annotated[bool, typer.Option("--no-record", help="Do not record sessions.")] = False,
+    codec: Annotated[str, typer.Option("--codec", help="Session video codec: x264 or ffv1.")] = "x264",
+    threads: Annotated[
+        int, typer.Option("--threads", help="Torch CPU threads for the policy (0: torch's default).")
+    ] = 1,
+    name: Annotated[
+        str | None, typer.Option("--name", help="The player's name in results (default: folder/stem).")
+    ] = None,
+) -> None:
+    """A checkpoint (or the random policy) plays the game's AI from the screen; sessions and results.jsonl."""
+    from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
+    from hoi4_arena.sim.window import parse_size
+    from hoi4_arena.terminal import print_json
+
+    config = PlayConfig(
+        checkpoint=checkpoint,
+        out=out,
+        games=games,
+        arena=arena,
+        seed=seed,
+        side=side,
+        point=point,
+        deterministic=deterministic,
+        temperature=temperature,
+        game=game,
+        size=parse_size(size),
+        speed=speed,
+        max_days=max_days,
+        max_decisions=max_decisions,
+        ai_strength=ai_strength,
+        record=not no_record,
+        codec=codec,
+        threads=threads,
+        name=name,
+    )
+    summary = run_play_policy(config)
+    print_json(summary)
+    if summary["interrupted"]:
+        raise typer.Exit(130)
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:

@@ -1,0 +1,134 @@
+"""The checkpoint as a player: the pointing decoder held to the head's own distributions, modes, seeds, clips."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.models import Policy, PolicyConfig
+from hoi4_arena.models.policy import Observation
+from hoi4_arena.play.policy_player import PolicyPlayer, checkpoint_name, decode_pointing
+from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.screen.tokens import MOVE, Tokens
+
+
+def random_views(layout: ViewLayout, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "global": rng.integers(0, 256, (*layout.global_size, 3), dtype=np.uint8),
+        "quadrants": rng.integers(0, 256, (4, *layout.quadrant_size, 3), dtype=np.uint8),
+        "fovea": rng.integers(0, 256, (layout.fovea, layout.fovea, 3), dtype=np.uint8),
+    }
+
+
+@pytest.fixture
+def mover(tiny: dict) -> Policy:
+    """A fresh tiny policy whose head leans to moves, so every slot exercises the pointer."""
+    policy = Policy(PolicyConfig(layout="cpu", seed=3, **tiny)).eval()
+    with torch.no_grad():
+        policy.head.kind.bias[MOVE] += 20.0
+    return policy
+
+
+def obs_of(policy: Policy, seed: int) -> Observation:
+    return Observation.from_views(random_views(policy.config.view_layout, seed), speed=5, pointer=(100, 900))
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_every_move_lands_on_the_argmax_of_the_heads_pointer_distribution(
+    mover: Policy, temperature: float
+) -> None:
+    obs = obs_of(mover, 0)
+    state = mover.initial_state(1)
+    generator = torch.Generator().manual_seed(0)
+    tokens, after = decode_pointing(mover, obs, state, temperature=temperature, generator=generator)
+    assert (tokens[0, :, 0] == MOVE).all()
+    with torch.no_grad():
+        seen, h, context = mover._observe(obs, state)
+        for slot in range(tokens.shape[1]):
+            heat = mover.head.pointer_heatmap(context, seen.cells, tokens[:, :slot])[0]  # (L, L) [y, x]
+            x, y = tokens[0, slot, 1:].tolist()
+            assert heat[y, x] >= heat.max() * (1 - 1e-5), (
+                f"slot {slot}: ({x}, {y}) is not the likeliest point"
+            )
+    # The memory steps exactly as in Policy.act: decoding does not touch it.
+    _, reference = mover.act(obs, state, deterministic=True)
+    torch.testing.assert_close(after.hidden, reference.hidden, rtol=0, atol=0)
+    assert torch.equal(after.previous, tokens)
+
+
+def test_deterministic_kinds_are_the_heads_likeliest_kinds(tiny_checkpoint: Path) -> None:
+    player = PolicyPlayer(tiny_checkpoint, mode="deterministic")
+    policy = player.policy
+    obs = obs_of(policy, 1)
+    state = policy.initial_state(1)
+    tokens, _ = decode_pointing(policy, obs, state, temperature=0.0, generator=None)
+    with torch.no_grad():
+        seen, _, context = policy._observe(obs, state)
+        scores = policy.head.score(context, seen.cells, tokens)
+    assert torch.equal(scores.kind_pred, tokens[..., 0])
+
+
+def test_the_same_seed_gives_the_same_decisions_and_another_seed_others(tiny_checkpoint: Path) -> None:
+    layout = ViewLayout.named("cpu")
+    screens = [random_views(layout, seed) for seed in range(6)]
+
+    def play(mode: str, seed: int) -> list[np.ndarray]:
+        player = PolicyPlayer(tiny_checkpoint, mode=mode, temperature=1.0)
+        player.reset(seed)
+        return [player.decide(views, 5, (512, 512)) for views in screens]
+
+    for mode in ("sample", "point"):
+        first, again, other = play(mode, 7), play(mode, 7), play(mode, 8)
+        assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+        assert not all(np.array_equal(a, b) for a, b in zip(first, other, strict=True))
+        for tokens in first:
+            Tokens(tokens)  # valid match tokens: only moves carry points
+    assert all(
+        np.array_equal(a, b) for a, b in zip(play("deterministic", 1), play("deterministic", 2), strict=True)
+    )
+
+
+def test_the_memory_is_carried_within_a_game_and_reset_between_games(tiny_checkpoint: Path) -> None:
+    layout = ViewLayout.named("cpu")
+    views = random_views(layout, 0)
+    player = PolicyPlayer(tiny_checkpoint, mode="deterministic")
+    player.reset(0)
+    first = player.decide(views, 5, (512, 512))
+    hidden_after_one = player._state.hidden.clone()
+    player.decide(views, 5, (512, 512))
+    assert not torch.equal(player._state.hidden, hidden_after_one)
+    player.reset(0)
+    assert np.array_equal(player.decide(views, 5, (512, 512)), first)
+
+
+def test_a_clip_encoder_reads_the_last_eight_global_views_the_first_repeated(
+    make_checkpoint: Callable[..., Path],
+) -> None:
+    player = PolicyPlayer(make_checkpoint("clip", encoder="cnn_clip"), mode="sample")
+    layout = player.layout
+    player.reset(0)
+    screens = [random_views(layout, seed) for seed in range(3)]
+    first = player.observation(screens[0], 5, (0, 0))
+    assert first.global_view.shape == (1, layout.clip, *layout.global_size, 3)
+    assert all(torch.equal(first.global_view[0, i], torch.from_numpy(screens[0]["global"])) for i in range(8))
+    player.observation(screens[1], 5, (0, 0))
+    third = player.observation(screens[2], 5, (0, 0)).global_view[0]
+    assert torch.equal(third[-1], torch.from_numpy(screens[2]["global"]))
+    assert torch.equal(third[-2], torch.from_numpy(screens[1]["global"]))
+    assert torch.equal(third[0], torch.from_numpy(screens[0]["global"]))
+    Tokens(player.decide(screens[0], 5, (0, 0)))
+
+
+def test_bad_settings_and_names(tiny_checkpoint: Path) -> None:
+    with pytest.raises(UserError, match="mode"):
+        PolicyPlayer(tiny_checkpoint, mode="greedy")
+    with pytest.raises(UserError, match="temperature"):
+        PolicyPlayer(tiny_checkpoint, temperature=-1)
+    assert checkpoint_name(tiny_checkpoint) == "ckpt/tiny"
+    assert PolicyPlayer(tiny_checkpoint, name="mine").name == "mine"
