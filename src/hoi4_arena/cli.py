@@ -669,6 +669,146 @@ def play_policy_command(
         raise typer.Exit(130)
 
 
+# --- players: calibration and record-ai ---------------------------------------------------------
+
+_RECT_HELP = "The region in client pixels: X Y W H."
+
+
+def _rect(rect: tuple[int, int, int, int] | None) -> tuple[int, int, int, int]:
+    if rect is None:
+        raise UserError("give the region with --rect X Y W H (client pixels of the screenshot)")
+    return tuple(int(v) for v in rect)
+
+
+@app.command("template")
+def template_command(
+    screen: Annotated[Path, typer.Argument(help="A PNG screenshot of the game's client area.")],
+    rules: Annotated[Path, typer.Argument(help="The calibration file (rules.json), created if new.")],
+    name: Annotated[str, typer.Argument(help="The element's name: win, loss, ready, news_ok, alert, ...")],
+    rect: Annotated[tuple[int, int, int, int] | None, typer.Option("--rect", help=_RECT_HELP)] = None,
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Mean absolute difference (0..255) under which a crop matches.")
+    ] = 10.0,
+    offset: Annotated[
+        list[str] | None,
+        typer.Option("--offset", help="Another place the element shows, DX,DY from the rect (repeatable)."),
+    ] = None,
+) -> None:
+    """Store a named region of a screenshot as a template in a calibration (rules.json + its PNG)."""
+    from hoi4_arena.players.templates import add_template
+    from hoi4_arena.terminal import print_json
+
+    offsets = []
+    for item in offset or ():
+        parts = item.replace(",", " ").split()
+        if len(parts) != 2 or not all(p.lstrip("-").isdigit() for p in parts):
+            raise UserError(f"--offset takes DX,DY (whole pixels), not {item!r}")
+        offsets.append((int(parts[0]), int(parts[1])))
+    print_json(add_template(screen, rules, name, _rect(rect), threshold, tuple(offsets)))
+
+
+@app.command("clock")
+def clock_command(
+    screen: Annotated[Path, typer.Argument(help="A PNG screenshot of the game's client area.")],
+    rules: Annotated[Path, typer.Argument(help="The calibration file (rules.json), created if new.")],
+    rect: Annotated[tuple[int, int, int, int] | None, typer.Option("--rect", help=_RECT_HELP)] = None,
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Mean absolute difference above which the clock moved.")
+    ] = 0.5,
+) -> None:
+    """Calibrate the region that changes while the game runs (the date or time)."""
+    from hoi4_arena.players.templates import add_clock
+    from hoi4_arena.terminal import print_json
+
+    print_json(add_clock(screen, rules, _rect(rect), threshold))
+
+
+@app.command("speed")
+def speed_command(
+    screen: Annotated[Path, typer.Argument(help="A PNG screenshot of the game running at --level.")],
+    rules: Annotated[Path, typer.Argument(help="The calibration file (rules.json), created if new.")],
+    rect: Annotated[tuple[int, int, int, int] | None, typer.Option("--rect", help=_RECT_HELP)] = None,
+    level: Annotated[int | None, typer.Option("--level", help="The speed 1..5 the screenshot shows.")] = None,
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Mean absolute difference under which a level matches.")
+    ] = 10.0,
+) -> None:
+    """Store the speed indicator's picture for one speed level (once per level, same rect)."""
+    from hoi4_arena.players.templates import add_speed
+    from hoi4_arena.terminal import print_json
+
+    if level is None:
+        raise UserError("give --level N: the game speed 1..5 the screenshot shows")
+    print_json(add_speed(screen, rules, _rect(rect), level, threshold))
+
+
+@app.command("record-ai")
+def record_ai_command(
+    out: Annotated[
+        Path, typer.Argument(help="Folder for the sessions and results.jsonl; re-running with it resumes.")
+    ],
+    player: Annotated[
+        str, typer.Option("--player", help="scripted (against the game's AI) or ai (AI against AI).")
+    ] = "scripted",
+    minutes: Annotated[
+        float | None, typer.Option("--minutes", help="Play time to record in all (the game's clock).")
+    ] = None,
+    games: Annotated[int | None, typer.Option("--games", help="How many games at most.")] = None,
+    arena: Annotated[
+        str,
+        typer.Option("--arena", help="Preset (map seed = game seed), preset:seed, map folder, or all."),
+    ] = "plains",
+    seed: Annotated[int, typer.Option("--seed", help="First game seed: game i plays seed+i.")] = 0,
+    speeds: Annotated[str, typer.Option("--speeds", help="Game speeds 1..5, one per game in turn: 5 or 3,5.")] = "5",
+    game: Annotated[
+        str, typer.Option("--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb, real time).")
+    ] = "sim",
+    size: Annotated[str, typer.Option("--size", help="The game's screen, WIDTHxHEIGHT, 16:9.")] = "960x540",
+    codec: Annotated[str, typer.Option("--codec", help="Session video codec: x264 or ffv1.")] = "x264",
+    hz: Annotated[int, typer.Option("--hz", help="Frames a second recorded: 5, 10, 15, 20, 30 or 60.")] = 5,
+    max_days: Annotated[
+        int, typer.Option("--max-days", help="The game's time limit in days (a draw when reached).")
+    ] = 365,
+    ai_strength: Annotated[float, typer.Option("--ai-strength", help="The game's AI strength, 0..1.")] = 0.5,
+    paused_setup: Annotated[
+        bool, typer.Option("--paused-setup", help="The scripted player pauses for its setup (space, as the harness).")
+    ] = False,
+    after_end: Annotated[
+        float, typer.Option("--after-end", help="Seconds recorded after the winner is known.")
+    ] = 2.0,
+) -> None:
+    """Play and record games without a person: the scripted player or the AI; sessions and results.jsonl."""
+    from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+    from hoi4_arena.sim.window import parse_size
+    from hoi4_arena.terminal import print_json
+
+    try:
+        levels = tuple(int(part) for part in speeds.replace(",", " ").split())
+    except ValueError:
+        raise UserError(f"--speeds takes game speeds 1..5 separated by commas, not {speeds!r}") from None
+    config = RecordAIConfig(
+        out=out,
+        player=player,
+        minutes=minutes,
+        games=games,
+        arena=arena,
+        seed=seed,
+        speeds=levels,
+        game=game,
+        size=parse_size(size),
+        codec=codec,
+        hz=hz,
+        max_days=max_days,
+        ai_strength=ai_strength,
+        paused_setup=paused_setup,
+        after_end_s=after_end,
+    )
+    summary = run_record_ai(config)
+    print_json(summary)
+    if summary["interrupted"]:
+        raise typer.Exit(130)
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:

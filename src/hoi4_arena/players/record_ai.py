@@ -1,0 +1,649 @@
+"""`hoi4-arena record-ai OUT`: play and record games without a person, one after another.
+
+`--player scripted` records the scripted player (`players/scripted.py`) against the game's AI;
+`--player ai` records the game's AI against itself, watched from one side by the spectator
+(`players/spectator.py`), whose popup clicks are the session's inputs. Each game:
+
+1. a worker on a new, paused game: the headless simulator on its virtual clock (`--game sim`: an hour
+   of play records in minutes), or the simulator's window under a private Xvfb through the X11
+   worker, in real time (`--game x11`, scripted only);
+2. the match harness (`screen.match.start_match`): the console's fair coin picks who declares, the
+   game speed is set, the game unpaused; then the worker is armed for the player (match mode; setup
+   mode while a `--paused-setup` player may still press space);
+3. every 200 ms on the worker's clock: the recorder's frame(s) (`--hz`, a multiple of 5), a capture of
+   what the player asks for (template crops, the whole frame when it reads the map), its events applied
+   timed and stored with their skills, `wait_until` the next decision;
+4. the game ends when the ARENA log (read by the harness, never by the player) names a winner or a
+   draw; `--after-end` seconds more are recorded (the end panel); the session's manifest gets the
+   orders, each annotated with its frame and, from the log, the province and state it aimed at;
+5. one row goes into OUT/results.jsonl (`evaluation.results.GameResult`: player, side, opponent,
+   winner, valid, arena, seed, strategy, reason, and extras: game, declarer, days, minutes, session,
+   speed, what the player saw at the end, setup milestones).
+
+Game i plays seed `--seed + i` on map `PRESET:seed` (a bare preset; `--arena all` cycles the seven
+presets), the player's side alternating BLU, RED, and the speed cycling through `--speeds`. `--minutes`
+is the play time to record in all (on the game's clock; the game that runs it out is cut, invalid);
+`--games` caps the number of games. A game that fails (a worker error) is kept as invalid with its
+reason, and the run goes on. Ctrl+C keeps the finished games; re-running with the same OUT and settings
+resumes, skipping them and replaying the interrupted one.
+
+Try: hoi4-arena record-ai runs/scripted --player scripted --arena all --games 7 --minutes 60
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.evaluation.results import GameResult, append_result, read_results
+from hoi4_arena.evaluation.statistics import wilson
+from hoi4_arena.gamelog import parse_line, setup_milestones
+from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.maps.presets import PRESETS
+from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
+from hoi4_arena.screen.worker import Worker, WorkerError
+from hoi4_arena.sim.headless import MIN_SIZE, arena_of
+
+log = logging.getLogger(__name__)
+
+RESULTS = "results.jsonl"
+SETTINGS = "record-ai.json"
+PLAYERS = ("scripted", "ai")
+GAMES = ("sim", "x11")
+DECISION_NS = 200_000_000
+ALL = "all"
+
+
+@dataclass
+class RecordAIConfig:
+    """Settings of `hoi4-arena record-ai`."""
+
+    out: Path
+    """Folder for the session folders, results.jsonl and record-ai.json; re-running with it resumes."""
+    player: str = "scripted"
+    """scripted: the scripted player against the game's AI; ai: the game's AI on both sides."""
+    minutes: float | None = None
+    """Play time to record in all, in minutes of the game's clock; the game that runs it out is cut."""
+    games: int | None = None
+    """How many games at most (at least one of --minutes and --games is needed)."""
+    arena: str = "plains"
+    """Preset (its map of the game's seed), preset:seed, a map folder, or `all` (the presets in turn)."""
+    seed: int = 0
+    """The first game's seed; game i plays seed + i."""
+    speeds: tuple[int, ...] = (5,)
+    """Game speeds 1..5, one per game in turn."""
+    game: str = "sim"
+    """sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb, real time."""
+    size: tuple[int, int] = (540, 960)
+    """The game's screen (height, width); the simulator's calibration ships for 960x540 and 1920x1080."""
+    codec: str = "x264"
+    """Session video: x264 (CRF 18, 4:4:4) or ffv1 (lossless)."""
+    hz: int = 5
+    """Frames a second recorded: 5 (one per decision) or a multiple of it."""
+    max_days: int = 365
+    """The game's time limit in days: a draw when reached."""
+    ai_strength: float = 0.5
+    """Strength of the game's AI, 0..1."""
+    paused_setup: bool = False
+    """The scripted player pauses (space) for its setup and unpauses to run the plan."""
+    after_end_s: float = 2.0
+    """Seconds recorded after the log names the winner (the end panel)."""
+    progress: bool = True
+    """Progress bars on stderr."""
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.player not in PLAYERS:
+            raise UserError(f"--player must be scripted or ai, not {self.player!r}")
+        if self.game not in GAMES:
+            raise UserError(f"--game must be sim or x11, not {self.game!r}")
+        if self.game == "x11" and self.player == "ai":
+            raise UserError(
+                "--player ai runs headless only (--game sim): the window harness plays one side against "
+                "the AI"
+            )
+        if self.minutes is None and self.games is None:
+            raise UserError("give --minutes (play time to record) or --games (how many), or both")
+        if self.minutes is not None and not (
+            isinstance(self.minutes, int | float) and 0 < self.minutes <= 10**6
+        ):
+            raise UserError(f"--minutes must be positive, not {self.minutes!r}")
+        for what, value, low in (
+            ("--games", self.games, 1),
+            ("--seed", self.seed, 0),
+            ("--max-days", self.max_days, 1),
+        ):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
+        if not self.speeds or any(s not in range(1, 6) for s in self.speeds):
+            raise UserError(f"--speeds must be game speeds 1..5 (e.g. 5, or 3,5), not {self.speeds!r}")
+        if self.codec not in ("x264", "ffv1"):
+            raise UserError(f"--codec must be x264 or ffv1, not {self.codec!r}")
+        if self.hz not in (5, 10, 15, 20, 30, 60):
+            raise UserError(
+                f"--hz must be 5, 10, 15, 20, 30 or 60 (a multiple of the 5 Hz decisions), not {self.hz!r}"
+            )
+        if not 0.0 <= self.ai_strength <= 1.0:
+            raise UserError(f"--ai-strength must lie in 0..1, not {self.ai_strength!r}")
+        if not 0 <= self.after_end_s <= 60:
+            raise UserError(f"--after-end must lie in 0..60 seconds, not {self.after_end_s!r}")
+        height, width = self.size
+        if (
+            not (MIN_SIZE[0] <= height <= 4320 and MIN_SIZE[1] <= width <= 7680)
+            or abs(width * 9 - height * 16) > 16
+        ):
+            raise UserError(f"--size {width}x{height} must be 16:9 (e.g. 960x540, 1920x1080)")
+        if self.out.exists() and not self.out.is_dir():
+            raise UserError(f"{self.out} exists and is not a folder")
+        if self.arena != ALL:
+            arena_of(self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:0")
+        from hoi4_arena.players.templates import sim_rules
+
+        sim_rules(self.size)  # no calibration for this size: refused now, with the command that makes it
+
+    def plan(self, index: int) -> tuple[str, str, int, str, int]:
+        """Game `index`'s (arena name, map spec, seed, side, speed)."""
+        seed = self.seed + index
+        name = PRESETS[index % len(PRESETS)] if self.arena == ALL else self.arena
+        spec = f"{name}:{seed}" if name in PRESETS else name
+        return name, spec, seed, TAGS[index % 2], self.speeds[index % len(self.speeds)]
+
+    def settings(self) -> dict[str, Any]:
+        """What decides the games: a resumed run must have the same (record-ai.json)."""
+        data = asdict(self)
+        for key in ("out", "progress", "minutes", "games"):
+            data.pop(key)
+        data["size"] = [self.size[1], self.size[0]]
+        data["speeds"] = list(self.speeds)
+        return data
+
+
+# --- one game ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class GameRecord:
+    """How one game went and what was recorded."""
+
+    winner: str | None = None
+    valid: bool = True
+    reason: str = ""
+    declarer: str | None = None
+    days: int = 0
+    decisions: int = 0
+    play_ns: int = 0
+    """Game-clock time from the unpause to the end."""
+    late: int = 0
+    seen: str | None = None
+    """What the player saw on the end panel: win, loss, draw (None: it never showed)."""
+    strategy: dict[str, Any] = field(default_factory=dict)
+    orders: list[dict[str, Any]] = field(default_factory=list)
+    setup: dict[str, Any] = field(default_factory=dict)
+    session: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def make_player(config: RecordAIConfig, seed: int, cursor: tuple[int, int, tuple[int, int]]):
+    """The player of one game: the scripted player, or the AI game's spectator."""
+    from hoi4_arena.players.templates import sim_rules
+
+    rules = sim_rules(config.size)
+    if config.player == "ai":
+        from hoi4_arena.players.spectator import Spectator
+
+        return Spectator(rules, seed, cursor)
+    from hoi4_arena.players.scripted import PlayerConfig, ScriptedPlayer
+
+    return ScriptedPlayer(rules, seed, PlayerConfig(paused_setup=config.paused_setup), cursor)
+
+
+def play_game(
+    worker: Worker,
+    player: Any,
+    *,
+    side: str,
+    speed: int,
+    spec: str | None = None,
+    recorder: Any = None,
+    session_id: str | None = None,
+    budget_ns: int | None = None,
+    after_end_s: float = 2.0,
+    hz: int = 5,
+    on_decision: Callable[[int], None] | None = None,
+) -> GameRecord:
+    """Play one game on `worker` (a new, paused game) through `player` and finish it.
+
+    `spec` names the map (for the orders' annotation). `recorder` is an unstarted
+    `sessions.recorder.Recorder` or None. The game is cut (invalid) when
+    `budget_ns` of play have passed on the worker's clock. A `WorkerError` makes the game invalid;
+    anything else propagates after the match is finished and the session closed.
+    """
+    record = GameRecord()
+    match_log: MatchLog | None = None
+    end = "error: the game did not start"
+    steps = hz // 5
+    try:
+        info = worker.attach()
+        started = start_match(worker, MatchConfig(speed=speed))
+        record.declarer = started.declarer
+        match_log = MatchLog(worker, started.log_offset, started.log_lines)
+        if recorder is not None:
+            recorder.start(worker, info)
+            if session_id is not None:
+                recorder.writer.update_manifest(id=session_id)
+        mode = "setup" if player.setup_keys else "match"
+        worker.arm(mode)
+        tick = start = worker.now_ns()
+        ended_at: int | None = None
+        while True:
+            if recorder is not None:
+                _record_step(recorder)
+            if mode == "setup" and not player.setup_keys:
+                mode = "match"  # the paused setup is over: no more space, Esc or speed keys
+                worker.arm(mode)
+            capture = worker.capture(player.request())
+            match_log.poll()
+            now = capture.t_ns
+            if match_log.over and ended_at is None:
+                ended_at = now
+            if ended_at is not None and now - ended_at >= after_end_s * 1e9:
+                end = "winner" if match_log.winner is not None else "draw"
+                break
+            if budget_ns is not None and now - start >= budget_ns and ended_at is None:
+                end = "cut"
+                record.valid = False
+                record.reason = "cut: the --minutes budget ran out during this game"
+                break
+            before = len(player.orders)
+            events = player.decide(capture)
+            if events:
+                worker.apply(events, timed=True)
+                if recorder is not None:
+                    recorder.add_inputs(events)
+            for order in player.orders[before:]:
+                order["frame"] = recorder.frames - 1 if recorder is not None else None
+            record.decisions += 1
+            if on_decision is not None:
+                on_decision(record.decisions)
+            for k in range(1, steps):  # the recorder's further frames inside this decision
+                worker.wait_until(tick + k * DECISION_NS // steps)
+                if recorder is not None:
+                    _record_step(recorder)
+            tick += DECISION_NS
+            now = worker.now_ns()
+            if now > tick:  # a live game: a decision that overran skips to the next grid point
+                missed = (now - tick) // DECISION_NS + 1
+                record.late += missed
+                tick += missed * DECISION_NS
+            worker.wait_until(tick)
+        record.play_ns = worker.now_ns() - start
+    except WorkerError as error:
+        record.valid = False
+        record.reason = f"worker: {error}"
+        end = f"error: {error}"
+    except KeyboardInterrupt:
+        end = "interrupt"
+        raise
+    except BaseException as error:
+        end = f"error: {type(error).__name__}: {error}"
+        raise
+    finally:
+        with contextlib.suppress(WorkerError):
+            finish_match(worker)
+        if match_log is not None:
+            record.orders = annotate_orders(player.orders, match_log.lines, side, spec)
+        if recorder is not None and recorder.writer is not None and not recorder.writer.closed:
+            recorder.writer.update_manifest(
+                orders=record.orders,
+                extra={**recorder.writer.manifest.extra, "player": player.summary()},
+            )
+            recorder.close(end)
+            record.session = str(recorder.folder)
+    record.seen = player.outcome
+    strategy = getattr(player, "strategy", None)
+    record.strategy = strategy.to_dict() | {"label": strategy.label} if strategy is not None else {}
+    record.notes = list(getattr(player, "notes", []))
+    if match_log is None:
+        record.setup = setup_milestones([], side)
+        return record
+    state = match_log.state
+    if record.valid:
+        record.winner = state.winner
+        record.reason = "capitulation" if state.winner is not None else f"draw: {state.draw}"
+    record.days = state.h // 24
+    record.setup = setup_milestones(match_log.lines, side)
+    return record
+
+
+def _record_step(recorder: Any) -> None:
+    stop = recorder.step()  # this instant's frame and log lines into the session
+    if stop is not None and stop.startswith("error"):
+        raise WorkerError("recorder", stop.removeprefix("error: "))
+
+
+def annotate_orders(
+    orders: list[dict[str, Any]], lines: list[str], side: str, spec: str | None
+) -> list[dict[str, Any]]:
+    """The player's orders, each with what the game made of it, read from the ARENA log (the harness's
+    view, never the player's): a front's enemy, and an offensive's plan, target province and the enemy
+    state it lies in (from the map `spec`, static knowledge like a person's of the map).
+
+    Army lines are daily: each offensive takes the next plan of `side`'s army that differs from the one
+    before (two offensives drawn within one game day show as the second).
+    """
+    arena = arena_of(spec) if spec else None
+    armies = [
+        line
+        for line in map(parse_line, lines)
+        if line is not None and line.kind == "army" and line["tag"] == side
+    ]
+    out = []
+    at, previous = 0, ()
+    for order in orders:
+        entry = dict(order)
+        if order["order"] == "offensive":
+            while at < len(armies) and tuple(armies[at]["plan"]) in ((), previous):
+                at += 1
+            if at < len(armies):
+                plan = tuple(armies[at]["plan"])
+                previous = plan
+                entry["target"] = _target(arena, plan)
+        elif order["order"] == "front":
+            fronts = [line["front"] for line in armies if line["front"]]
+            entry["front"] = fronts[0] if fronts else None
+        out.append(entry)
+    return out
+
+
+def _target(arena: Any, plan: tuple[int, ...]) -> dict[str, Any]:
+    target = plan[-1]
+    found: dict[str, Any] = {"province": target, "plan": list(plan)}
+    if arena is not None:
+        province = arena.provinces[target - 1]
+        state = next(s for s in arena.states if s.id == province.state)
+        found.update(
+            state=state.id,
+            state_name=state.name,
+            owner=province.owner,
+            city=province.city,
+            victory_points=province.victory_points,
+        )
+    return found
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+
+def _open_out(config: RecordAIConfig) -> dict[int, GameResult]:
+    """Create OUT or check that it holds this run; the rows already recorded, by game index."""
+    out = config.out
+    settings = config.settings()
+    stored_path, results_path = out / SETTINGS, out / RESULTS
+    if stored_path.is_file():
+        try:
+            stored = json.loads(stored_path.read_text())["settings"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise UserError(f"{stored_path} is not a record-ai settings file ({error})") from None
+        changed = [
+            f"{k}: {stored.get(k)!r} there, {v!r} now" for k, v in settings.items() if stored.get(k) != v
+        ]
+        if changed:
+            raise UserError(
+                f"{out} holds games of other settings ({'; '.join(changed)}); use a new OUT folder"
+            )
+    elif out.exists() and any(out.iterdir()):
+        raise UserError(f"{out} is not empty and holds no {SETTINGS}: use a new or empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+    stored_path.write_text(json.dumps({"settings": settings, "command": "record-ai"}, indent=1) + "\n")
+    done: dict[int, GameResult] = {}
+    if results_path.exists():
+        for row in read_results(results_path):
+            index = row.extra.get("game")
+            if not isinstance(index, int):
+                raise UserError(f"{results_path}: a row without a game index is not record-ai's")
+            done[index] = row
+    return done
+
+
+def _clear_unfinished(folder: Path) -> None:
+    """Remove the session of a game that never got a results row (the run was stopped during it)."""
+    if not folder.exists():
+        return
+    from hoi4_arena.sessions.lock import read_lock
+
+    lock, state = read_lock(folder)
+    if state in ("live", "foreign"):
+        raise UserError(f"{folder} is being recorded by another process ({lock.describe()}); wait for it")
+    log.warning("replaying the unfinished game of %s: its session is replaced", folder)
+    shutil.rmtree(folder)
+
+
+@contextlib.contextmanager
+def _workers(config: RecordAIConfig) -> Iterator[Callable[..., Any]]:
+    """`open(spec, seed, side, speed)`: a context manager of one game's worker."""
+    if config.game == "sim":
+        from hoi4_arena.screen.sim_worker import SimWorker
+
+        @contextlib.contextmanager
+        def open_sim(spec: str, seed: int, side: str, speed: int) -> Iterator[Worker]:
+            ai = (
+                {tag: config.ai_strength for tag in TAGS}
+                if config.player == "ai"
+                else {other_tag(side): config.ai_strength}
+            )
+            with SimWorker(
+                spec,
+                seed,
+                size=config.size,
+                layout="cpu",
+                player=side,
+                ai=ai,
+                max_days=config.max_days,
+                player_kind="scripted" if config.player == "scripted" else None,
+            ) as worker:
+                yield worker
+
+        yield open_sim
+        return
+    # The window under a private Xvfb is play-policy's; reused here rather than copied (it belongs in
+    # screen/, where both could import it downward).
+    from hoi4_arena.play.window_game import WindowGames
+    from hoi4_arena.screen.layout import ViewLayout
+
+    with WindowGames(config.size) as windows:
+
+        @contextlib.contextmanager
+        def open_window(spec: str, seed: int, side: str, speed: int) -> Iterator[Worker]:
+            with windows.open(
+                arena=spec,
+                seed=seed,
+                side=side,
+                layout=ViewLayout.named("cpu"),
+                max_days=config.max_days,
+                ai_strength=config.ai_strength,
+            ) as worker:
+                yield worker
+
+        yield open_window
+
+
+def summarize(rows: list[GameResult], seconds: float, play_s_now: float) -> dict[str, Any]:
+    valid = [r for r in rows if r.valid]
+    wins = sum(r.outcome == "win" for r in valid)
+    draws = sum(r.outcome == "draw" for r in valid)
+    by_side = {
+        tag: wilson(
+            sum(r.outcome == "win" for r in valid if r.side == tag), sum(r.side == tag for r in valid)
+        ).to_dict()
+        for tag in TAGS
+    }
+    return {
+        "games": len(rows),
+        "valid": len(valid),
+        "invalid": len(rows) - len(valid),
+        "wins": wins,
+        "draws": draws,
+        "losses": len(valid) - wins - draws,
+        "win_rate": wilson(wins, len(valid)).to_dict(),
+        "by_side": by_side,
+        "minutes": round(sum(float(r.extra.get("minutes", 0)) for r in rows), 2),
+        "this_run": {
+            "seconds": round(seconds, 2),
+            "play_minutes": round(play_s_now / 60, 2),
+            "speedup": round(play_s_now / seconds, 1) if seconds > 0 else None,
+        },
+    }
+
+
+def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
+    """Play and record games (resuming OUT); the summary the command prints."""
+    from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
+
+    done = _open_out(config)
+    results_path = config.out / RESULTS
+    budget_ns = None if config.minutes is None else round(config.minutes * 60e9)
+    spent_ns = sum(round(float(r.extra.get("minutes", 0)) * 60e9) for r in done.values())
+    started = time.perf_counter()
+    play_s_now = 0.0
+    interrupted = False
+    limit = config.games if config.games is not None else 10**9
+    index = 0
+    with _Progress(config, len(done)) as progress, _workers(config) as open_game:
+        while index < limit:
+            if index in done:
+                index += 1
+                continue
+            left = None if budget_ns is None else budget_ns - spent_ns
+            if left is not None and left <= 0:
+                break
+            name, spec, seed, side, speed = config.plan(index)
+            session_id = f"{config.player}-g{index:04d}-{name.replace('/', '-')}-s{seed}-{side}"
+            folder = config.out / session_id
+            _clear_unfinished(folder)
+            recorder = Recorder(
+                folder,
+                RecorderSettings(
+                    hz=float(config.hz),
+                    game_speed=speed,
+                    source=config.player,
+                    codec=config.codec,
+                    game="sim",
+                    side=side,
+                    after_winner_s=3600.0,
+                    realtime=config.game == "x11",
+                    extra={"record_ai": {"game": index, "seed": seed, "map": spec, "player": config.player}},
+                ),
+            )
+            progress.start_game(index, name, seed, side)
+            try:
+                try:
+                    with open_game(spec, seed, side, speed) as worker:
+                        rgba, hotspot = worker.pointer_image()
+                        player = make_player(config, seed, (rgba.shape[1], rgba.shape[0], tuple(hotspot)))
+                        record = play_game(
+                            worker,
+                            player,
+                            side=side,
+                            speed=speed,
+                            spec=spec,
+                            recorder=recorder,
+                            session_id=session_id,
+                            budget_ns=left,
+                            after_end_s=config.after_end_s,
+                            hz=config.hz,
+                            on_decision=progress.decision,
+                        )
+                except WorkerError as error:
+                    record = GameRecord(valid=False, reason=f"worker: {error}")
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            minutes = record.play_ns / 60e9
+            spent_ns += record.play_ns
+            play_s_now += record.play_ns / 1e9
+            row = GameResult(
+                player=config.player,
+                side=side,
+                winner=record.winner,
+                valid=record.valid,
+                arena=name,
+                seed=seed,
+                strategy=record.strategy.get("label", "ai" if config.player == "ai" else ""),
+                opponent="ai",
+                reason=record.reason,
+                extra={
+                    "game": index,
+                    "map": spec,
+                    "speed": speed,
+                    "declarer": record.declarer,
+                    "days": record.days,
+                    "minutes": round(minutes, 4),
+                    "decisions": record.decisions,
+                    "late": record.late,
+                    "seen": record.seen,
+                    "orders": sum(
+                        1 for o in record.orders if o["order"] in ("front", "offensive", "execute")
+                    ),
+                    "session": session_id if record.session is not None else None,
+                    "setup": record.setup,
+                },
+            )
+            append_result(results_path, row)
+            done[index] = row
+            progress.end_game(row)
+            index += 1
+    seconds = time.perf_counter() - started
+    rows = [done[i] for i in sorted(done)]
+    return {
+        "player": config.player,
+        "out": str(config.out),
+        "results": str(results_path),
+        "interrupted": interrupted,
+        **summarize(rows, seconds, play_s_now),
+        "settings": config.settings(),
+    }
+
+
+class _Progress:
+    """A bar over games on stderr, with the record so far."""
+
+    def __init__(self, config: RecordAIConfig, skipped: int) -> None:
+        from hoi4_arena.terminal import progress_bar
+
+        self.config = config
+        self.bar = progress_bar() if config.progress else None
+        self.skipped = skipped
+        self.record = {"win": 0, "draw": 0, "loss": 0, "invalid": 0}
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+            self.task = self.bar.add_task(
+                f"{self.config.player}: games", total=self.config.games, completed=self.skipped
+            )
+        return self
+
+    def start_game(self, index: int, name: str, seed: int, side: str) -> None:
+        if self.bar is not None:
+            record = " ".join(f"{k} {v}" for k, v in self.record.items())
+            self.bar.update(self.task, description=f"game {index} ({name} s{seed} {side})  {record}")
+
+    def decision(self, count: int) -> None:
+        pass
+
+    def end_game(self, row: GameResult) -> None:
+        self.record["invalid" if not row.valid else row.outcome] += 1
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
