@@ -33,8 +33,10 @@ Try: hoi4-arena record-ai runs/scripted --player scripted --arena all --games 7 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -45,11 +47,11 @@ from typing import Any
 from hoi4_arena.errors import UserError
 from hoi4_arena.evaluation.results import GameResult, append_result, read_results
 from hoi4_arena.evaluation.statistics import wilson
-from hoi4_arena.gamelog import parse_line, setup_milestones
+from hoi4_arena.gamelog import ArenaState, parse_line, setup_milestones
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.presets import PRESETS
 from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
-from hoi4_arena.screen.worker import Worker, WorkerError
+from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerError
 from hoi4_arena.sim.headless import MIN_SIZE, arena_of
 
 log = logging.getLogger(__name__)
@@ -232,6 +234,7 @@ def play_game(
     steps = hz // 5
     try:
         info = worker.attach()
+        worker = SharedCapture(worker)
         started = start_match(worker, MatchConfig(speed=speed))
         record.declarer = started.declarer
         match_log = MatchLog(worker, started.log_offset, started.log_lines)
@@ -244,12 +247,15 @@ def play_game(
         tick = start = worker.now_ns()
         ended_at: int | None = None
         while True:
-            if recorder is not None:
-                _record_step(recorder)
             if mode == "setup" and not player.setup_keys:
                 mode = "match"  # the paused setup is over: no more space, Esc or speed keys
                 worker.arm(mode)
-            capture = worker.capture(player.request())
+            request = player.request()
+            if recorder is not None:
+                request = dataclasses.replace(request, full=True)
+            capture = worker.capture(request)
+            if recorder is not None:
+                _record_step(recorder)  # the same capture: the frame stored is the one the player sees
             match_log.poll()
             now = capture.t_ns
             if match_log.over and ended_at is None:
@@ -323,6 +329,80 @@ def play_game(
     return record
 
 
+class SharedCapture(Worker):
+    """A worker whose last capture serves every request of the same instant that it covers: the player's
+    capture and the recorder's frame are one grab (one render on the simulator), and the session
+    stores the very frame the player saw. Input, time and arming forget it."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self._last: Capture | None = None
+
+    def capture(self, request: CaptureRequest | None = None) -> Capture:
+        request = request or CaptureRequest()
+        last = self._last
+        if (
+            last is not None
+            and not request.views
+            and (last.frame is not None or not request.full)
+            and all(last.regions.get(name) is not None for name in request.regions)
+        ):
+            return last
+        self._last = self.worker.capture(request)
+        return self._last
+
+    def _forget(self) -> None:
+        self._last = None
+
+    def apply(self, events: list, timed: bool = False) -> dict:
+        self._forget()
+        return self.worker.apply(events, timed)
+
+    def wait_until(self, t_ns: int) -> None:
+        self._forget()
+        self.worker.wait_until(t_ns)
+
+    def arm(self, mode) -> None:
+        self._forget()
+        self.worker.arm(mode)
+
+    def disarm(self) -> None:
+        self._forget()
+        self.worker.disarm()
+
+    def release(self) -> None:
+        self._forget()
+        self.worker.release()
+
+    def attach(self) -> dict:
+        return self.worker.attach()
+
+    def status(self) -> dict:
+        return self.worker.status()
+
+    def focus(self) -> bool:
+        return self.worker.focus()
+
+    def events(self) -> list:
+        return self.worker.events()
+
+    def game_log(self, offset: int = 0) -> tuple[list[str], int]:
+        return self.worker.game_log(offset)
+
+    def pointer_image(self):
+        return self.worker.pointer_image()
+
+    def now_ns(self) -> int:
+        return self.worker.now_ns()
+
+    def telemetry(self) -> dict:
+        return self.worker.telemetry()
+
+    def close(self) -> None:
+        self._forget()
+        self.worker.close()
+
+
 def _record_step(recorder: Any) -> None:
     stop = recorder.step()  # this instant's frame and log lines into the session
     if stop is not None and stop.startswith("error"):
@@ -333,31 +413,36 @@ def annotate_orders(
     orders: list[dict[str, Any]], lines: list[str], side: str, spec: str | None
 ) -> list[dict[str, Any]]:
     """The player's orders, each with what the game made of it, read from the ARENA log (the harness's
-    view, never the player's): a front's enemy, and an offensive's plan, target province and the enemy
-    state it lies in (from the map `spec`, static knowledge like a person's of the map).
+    view, never the player's): a front's enemy; an offensive's plan, its target province, who held the
+    target then, and the state it lies in (from the map `spec`, known as a person knows the map).
 
     Army lines are daily: each offensive takes the next plan of `side`'s army that differs from the one
     before (two offensives drawn within one game day show as the second).
     """
     arena = arena_of(spec) if spec else None
-    armies = [
-        line
-        for line in map(parse_line, lines)
-        if line is not None and line.kind == "army" and line["tag"] == side
-    ]
+    state = ArenaState()
+    armies: list[tuple[Any, str | None]] = []  # (army line, who held its plan's target at that line)
+    for text in lines:
+        line = parse_line(text)
+        if line is None:
+            continue
+        state.update(line)
+        if line.kind == "army" and line["tag"] == side:
+            plan = line["plan"]
+            armies.append((line, state.control.get(plan[-1]) if plan else None))
     out = []
     at, previous = 0, ()
     for order in orders:
         entry = dict(order)
         if order["order"] == "offensive":
-            while at < len(armies) and tuple(armies[at]["plan"]) in ((), previous):
+            while at < len(armies) and tuple(armies[at][0]["plan"]) in ((), previous):
                 at += 1
             if at < len(armies):
-                plan = tuple(armies[at]["plan"])
-                previous = plan
-                entry["target"] = _target(arena, plan)
+                line, holder = armies[at]
+                previous = tuple(line["plan"])
+                entry["target"] = _target(arena, previous) | {"held_by": holder, "day": line["h"] // 24}
         elif order["order"] == "front":
-            fronts = [line["front"] for line in armies if line["front"]]
+            fronts = [line["front"] for line, _ in armies if line["front"]]
             entry["front"] = fronts[0] if fronts else None
         out.append(entry)
     return out
@@ -525,7 +610,8 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
             if left is not None and left <= 0:
                 break
             name, spec, seed, side, speed = config.plan(index)
-            session_id = f"{config.player}-g{index:04d}-{name.replace('/', '-')}-s{seed}-{side}"
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(name).name).strip("-.") or "map"
+            session_id = f"{config.player}-g{index:04d}-{slug}-s{seed}-{side}"
             folder = config.out / session_id
             _clear_unfinished(folder)
             recorder = Recorder(
@@ -563,6 +649,10 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
                         )
                 except WorkerError as error:
                     record = GameRecord(valid=False, reason=f"worker: {error}")
+                except Exception as error:  # a crashed game is kept, invalid, and the run goes on
+                    log.exception("game %d (%s, seed %d, %s) crashed", index, spec, seed, side)
+                    record = GameRecord(valid=False, reason=f"crash: {type(error).__name__}: {error}")
+                    record.session = str(folder) if (folder / "manifest.json").exists() else None
             except KeyboardInterrupt:
                 interrupted = True
                 break

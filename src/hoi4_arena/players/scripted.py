@@ -152,18 +152,20 @@ class PlayerConfig:
     """Attempts at a step before giving it up."""
 
 
-@dataclass
 class Seen:
-    """What one capture shows: each template's match, and where the topmost event window's OK is."""
+    """What one capture shows: a template's match is worked out when a phase first asks for it (most
+    phases look at a few), and where the topmost event window's OK button is."""
 
-    shows: dict[str, bool]
-    event_ok: tuple[int, int] | None
-    speed: int | None
-    clock: np.ndarray | None
-    t_ns: int
+    def __init__(self, rules: Rules, crops: dict[str, np.ndarray], hide: tuple[int, int, int, int], t_ns: int) -> None:
+        self.rules, self.crops, self.hide, self.t_ns = rules, crops, hide, t_ns
+        self._shows: dict[str, bool] = {}
+        self.event_ok = rules.find("event_ok", crops, hide)
 
     def __getitem__(self, name: str) -> bool:
-        return self.shows[name]
+        found = self._shows.get(name)
+        if found is None:
+            found = self._shows[name] = self.rules.match(name, self.crops, self.hide)
+        return found
 
 
 class ScriptedPlayer:
@@ -248,23 +250,23 @@ class ScriptedPlayer:
             self._do(now, "close_popup", lambda: hand.click(*seen.event_ok, "close_popup"))
             self._need_map = wanted_map
         else:
-            getattr(self, f"_{self.phase}")(seen, capture.frame, now)
+            # The whole frame only when it was asked for: a recorder sharing the capture must not
+            # change when the player reads the map (the same seed plays the same game either way).
+            getattr(self, f"_{self.phase}")(seen, capture.frame if wanted_map else None, now)
         return hand.due(until)
 
     def see(self, capture: Capture) -> Seen:
-        """Which templates the capture shows (the pointer sprite left out), and what the clock did."""
+        """What the capture shows (the pointer sprite left out of every comparison); notes whether the
+        clock moved and the speed the indicator shows."""
         w, h, (hx, hy) = self.cursor
         hide = (capture.pointer[0] - hx, capture.pointer[1] - hy, w, h)
         crops = capture.regions
-        shows = {name: self.rules.match(name, crops, hide) for name in SEEN}
-        event = self.rules.find("event_ok", crops, hide)
-        shows["event_ok"] = event is not None
         clock = crops.get("clock")
         if clock is not None and self._last_clock is not None:
             self.running = self.rules.clock.changed(self._last_clock, clock)
         self._last_clock = clock
         self._speed = self.rules.speed_level(crops)
-        return Seen(shows, event, self._speed, clock, capture.t_ns)
+        return Seen(self.rules, crops, hide, capture.t_ns)
 
     # --- steps: act, then look for the effect -----------------------------------------------------
 
