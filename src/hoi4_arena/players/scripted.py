@@ -156,7 +156,9 @@ class Seen:
     """What one capture shows: a template's match is worked out when a phase first asks for it (most
     phases look at a few), and where the topmost event window's OK button is."""
 
-    def __init__(self, rules: Rules, crops: dict[str, np.ndarray], hide: tuple[int, int, int, int], t_ns: int) -> None:
+    def __init__(
+        self, rules: Rules, crops: dict[str, np.ndarray], hide: tuple[int, int, int, int], t_ns: int
+    ) -> None:
         self.rules, self.crops, self.hide, self.t_ns = rules, crops, hide, t_ns
         self._shows: dict[str, bool] = {}
         self.event_ok = rules.find("event_ok", crops, hide)
