@@ -45,6 +45,8 @@ from hoi4_arena.players.templates import Rules
 from hoi4_arena.screen.worker import Capture, CaptureRequest
 
 DECISION_NS = 200_000_000
+RUNNING_NS = 2_000_000_000
+"""The game runs if its clock moved within this long (at speed 1 the hour turns every second)."""
 STRATEGIES = ("near", "deep", "none")
 SEEN = (
     "ready",
@@ -204,7 +206,7 @@ class ScriptedPlayer:
         self.outcome: str | None = None
         """win, loss or draw, as the end panel says."""
         self.running = False
-        """Whether the clock moved between the last two captures."""
+        """Whether the clock moved within the last `RUNNING_NS` (the game runs)."""
         self.setup_keys = self.config.paused_setup
         """Whether the player may still send the harness's setup keys (the worker must allow them)."""
         self._regions = rules.regions(SEEN, clock=True, speed=True)
@@ -218,6 +220,7 @@ class ScriptedPlayer:
         self._attempt: dict[str, Any] = {}  # the screen points of the step being tried
         self._attempts = 0  # how many tries the last finished step took
         self._last_clock: np.ndarray | None = None
+        self._clock_moved: int | None = None
         self._speed: int | None = None
 
     # --- the interface to the decision loop -------------------------------------------------------
@@ -249,7 +252,7 @@ class ScriptedPlayer:
         wanted_map = self._need_map
         self._need_map = False
         if seen.event_ok is not None and self.phase != "look":
-            self._do(now, "close_popup", lambda: hand.click(*seen.event_ok, "close_popup"))
+            self._do(lambda: hand.click(*seen.event_ok, "close_popup"))
             self._need_map = wanted_map
         else:
             # The whole frame only when it was asked for: a recorder sharing the capture must not
@@ -264,8 +267,13 @@ class ScriptedPlayer:
         hide = (capture.pointer[0] - hx, capture.pointer[1] - hy, w, h)
         crops = capture.regions
         clock = crops.get("clock")
-        if clock is not None and self._last_clock is not None:
-            self.running = self.rules.clock.changed(self._last_clock, clock)
+        if (
+            clock is not None
+            and self._last_clock is not None
+            and self.rules.clock.changed(self._last_clock, clock)
+        ):
+            self._clock_moved = capture.t_ns
+        self.running = self._clock_moved is not None and capture.t_ns - self._clock_moved <= RUNNING_NS
         self._last_clock = clock
         self._speed = self.rules.speed_level(crops)
         return Seen(self.rules, crops, hide, capture.t_ns)
@@ -294,7 +302,7 @@ class ScriptedPlayer:
         self._pending = (name, self.hand.free_at + round(self.config.verify_s * 1e9))
         return False
 
-    def _do(self, now: int, skill: str, schedule) -> None:
+    def _do(self, schedule) -> None:
         """Think a moment, then let the hand carry out `schedule`; look again once it has."""
         self.hand.wait_range(self.config.think_s)
         schedule()
@@ -322,19 +330,18 @@ class ScriptedPlayer:
             return  # not the game's main screen yet
         self.own = own[0]
         self.reader = MapReader(self.rules.map, self.own)
-        self._note(now, f"plays {self.own}, strategy {self.strategy.label}")
+        state = "running" if self.running else "not running (yet)"
+        self._note(now, f"plays {self.own}, strategy {self.strategy.label}; the game is {state}")
         self.phase = "pause" if self.config.paused_setup else "news"
 
     def _pause(self, seen: Seen, frame, now: int) -> None:
-        done = self._step(
-            now, "pause", seen["paused"], lambda: self._do(now, "pause", lambda: self._harness_key("space"))
-        )
+        done = self._step(now, "pause", seen["paused"], lambda: self._do(lambda: self._harness_key("space")))
         if done is not False:
             self.phase = "news"
 
     def _news(self, seen: Seen, frame, now: int) -> None:
         def act():
-            self._do(now, "close_popup", lambda: self.hand.click(*self._point("news_ok"), "close_popup"))
+            self._do(lambda: self.hand.click(*self._point("news_ok"), "close_popup"))
 
         if self._step(now, "news", not seen["news_ok"], act) is not False:
             self.phase = "form"
@@ -345,11 +352,9 @@ class ScriptedPlayer:
         def act():
             alert = self._point("alert")
             if self._tries["form"] <= 2:
-                self._do(now, "form_army", lambda: self.hand.click(*alert, "form_army", shift=True))
+                self._do(lambda: self.hand.click(*alert, "form_army", shift=True))
             else:  # the longer way: select the unassigned divisions, then the green +
                 self._do(
-                    now,
-                    "form_army",
                     lambda: (
                         self.hand.click(*alert, "form_army"),
                         self.hand.click(*self._point("new_army"), "form_army"),
@@ -368,7 +373,7 @@ class ScriptedPlayer:
             return None
 
         def act():
-            self._do(now, "select_army", lambda: self.hand.click(*self._point("card"), "select_army"))
+            self._do(lambda: self.hand.click(*self._point("card"), "select_army"))
 
         return self._step(now, "select", seen["card_selected"], act)
 
@@ -382,7 +387,7 @@ class ScriptedPlayer:
             return
 
         def act():
-            self._do(now, "front", lambda: self.hand.key("z", "front"))
+            self._do(lambda: self.hand.key("z", "front"))
 
         done = self._step(now, "front_tool", seen["front_tool"], act)
         if done:
@@ -400,7 +405,7 @@ class ScriptedPlayer:
                 self._note(now, "no enemy land in sight")
                 return None
             self._attempt = {"click": list(point)}
-            self._do(now, "front", lambda: self.hand.click(*point, "front"))
+            self._do(lambda: self.hand.click(*point, "front"))
             return None
 
         done = self._step(now, "front_click", not seen["front_tool"], act)
@@ -425,7 +430,7 @@ class ScriptedPlayer:
             return
 
         def act():
-            self._do(now, "offensive", lambda: self.hand.key("x", "offensive"))
+            self._do(lambda: self.hand.key("x", "offensive"))
 
         done = self._step(now, "offensive_tool", seen["offensive_tool"], act)
         if done:
@@ -448,7 +453,7 @@ class ScriptedPlayer:
                 return None
             start, end, aim = plan
             self._attempt = {"start": list(start), "end": list(end), "aim": aim}
-            self._do(now, "offensive", lambda: self.hand.drag(start, end, "offensive"))
+            self._do(lambda: self.hand.drag(start, end, "offensive"))
             return None
 
         drawn = not seen["offensive_tool"] and seen["execute_ready"]
@@ -473,8 +478,8 @@ class ScriptedPlayer:
         done = self._step(
             now,
             "unpause",
-            not seen["paused"],
-            lambda: self._do(now, "pause", lambda: self._harness_key("space")),
+            not seen["paused"] and self.running,
+            lambda: self._do(lambda: self._harness_key("space")),
         )
         if done is not False:
             self.setup_keys = False
@@ -497,7 +502,7 @@ class ScriptedPlayer:
         def act():
             point = self._point("execute_ready")
             self._attempt = {"click": list(point)}
-            self._do(now, "execute", lambda: self.hand.click(*point, "execute"))
+            self._do(lambda: self.hand.click(*point, "execute"))
 
         # Two tries: a plan the army cannot take up (its start province lost) stops at once, and the
         # next offensive is drawn instead.
@@ -606,6 +611,7 @@ class ScriptedPlayer:
             "own": self.own,
             "strategy": self.strategy.to_dict() | {"label": self.strategy.label},
             "phase": self.phase,
+            "running": self.running,
             "outcome": self.outcome,
             "orders": len(self.orders),
             "cities_seen": len(self.cities),
