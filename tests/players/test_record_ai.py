@@ -267,3 +267,16 @@ def test_recording_does_not_change_the_game(tmp_path: Path) -> None:
     unrecorded = [{k: v for k, v in o.items() if k != "frame"} for o in record.orders]
     assert [{k: v for k, v in o.items() if k != "frame"} for o in manifest["orders"]] == unrecorded
     assert record.decisions == row["decisions"] and record.setup == row["setup"]
+
+
+def test_ten_frames_a_second_and_speeds_in_turn(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run_record_ai(config(out, hz=10, speeds=(3, 5), max_days=4))
+    rows = rows_of(out)
+    assert [r["speed"] for r in rows] == [3, 5]
+    for row in rows:
+        folder = out / row["session"]
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert manifest["game_speed"] == row["speed"] and manifest["hz"] == 10
+        assert abs(manifest["frames"] - 2 * row["decisions"]) <= 2
+        assert check_session(folder)["verdict"] == "ok"
