@@ -58,15 +58,40 @@ def _root(
 
 @app.command()
 def quickstart(
-    out: Annotated[
-        Path, typer.Argument(help="Folder for everything the run makes (resumes if it exists).")
-    ] = Path("demo"),
+    out: Annotated[Path, typer.Argument(help="Folder for everything the run makes; running again resumes.")] = Path(
+        "demo"
+    ),
+    budget_minutes: Annotated[
+        float, typer.Option(help="Wall-clock minutes for the whole run; training gets what the rest leaves.")
+    ] = 20.0,
+    arena: Annotated[str, typer.Option(help="Arena preset (its map of seed 0) or preset:seed.")] = "plains",
+    games: Annotated[int, typer.Option(help="Evaluation games per player (learned, scripted, random).")] = 10,
+    demo_games: Annotated[int, typer.Option(help="Scripted games recorded as demonstrations.")] = 24,
+    size: Annotated[str, typer.Option(help="The game's screen, WIDTHxHEIGHT (16:9).")] = "960x540",
+    max_days: Annotated[int, typer.Option(help="Each game's time limit in days (a draw when reached).")] = 365,
+    seed: Annotated[int, typer.Option(help="Seed of the demonstrations and training (evaluation: +1000).")] = 0,
+    threads: Annotated[int, typer.Option(help="Torch CPU threads for training and play.")] = 1,
+    workers: Annotated[int, typer.Option(help="Background processes decoding video during training.")] = 1,
 ) -> None:
     """From nothing to a learned agent: record scripted games, train, play the AI, report."""
-    from hoi4_arena.quickstart import run_quickstart
+    from hoi4_arena.quickstart import QuickstartConfig, run_quickstart
+    from hoi4_arena.sim.window import parse_size
     from hoi4_arena.terminal import print_json
 
-    print_json(run_quickstart(out))
+    config = QuickstartConfig(
+        out=out,
+        budget_minutes=budget_minutes,
+        arena=arena,
+        games=games,
+        demo_games=demo_games,
+        size=parse_size(size),
+        max_days=max_days,
+        seed=seed,
+        threads=threads,
+        workers=workers,
+    )
+    print_json(run_quickstart(config))
+
 
 
 # --- evaluation ---------------------------------------------------------------------------------
@@ -758,7 +783,7 @@ def record_ai_command(
         str,
         typer.Option("--arena", help="Preset (map seed = game seed), preset:seed, map folder, or all."),
     ] = "plains",
-    seed: Annotated[int, typer.Option("--seed", help="First game seed: game i plays seed+i.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="First seed: games 2k and 2k+1 play seed+k, from BLU and from RED.")] = 0,
     speeds: Annotated[str, typer.Option("--speeds", help="Game speeds 1..5, one per game in turn: 5 or 3,5.")] = "5",
     game: Annotated[
         str, typer.Option("--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb, real time).")

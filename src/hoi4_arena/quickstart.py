@@ -1,26 +1,498 @@
-"""The main job, `hoi4-arena quickstart`: record, learn, play, report, all on the built-in simulator.
+"""The main job, `hoi4-arena quickstart OUT`: from nothing to a learned agent playing the simulator.
 
-Until every stage exists it runs the deepest stage that does and says what is still missing.
+Four stages, each leaving its output in OUT and resuming where it stopped when run again:
+
+1. demonstrations (OUT/demos): the scripted player plays the game's AI in the headless simulator and
+   every game is recorded as a session (`record-ai`); the last games are held out for validation
+   (OUT/demos/splits.json);
+2. training (OUT/bc): behaviour cloning on those sessions within the time the budget leaves
+   (`train-bc`, TensorBoard logs in OUT/bc/tb);
+3. evaluation (OUT/eval/{learned,random,scripted}): the learned checkpoint, a random policy and the
+   scripted player each play the game's AI on the same seeds, each seed from both sides
+   (`play-policy`, `record-ai`);
+4. report (OUT/report.html, OUT/report.json, pictures in OUT/report/): each player's record with a
+   Wilson interval, how often it completed its setup (army, front, offensive, executed), the training
+   curves, heat maps of where the policy wants to point, and a strip of frames from one of its games.
+
+The budget (`--budget-minutes`) bounds the whole run: training gets what the other stages do not need.
+OUT/quickstart.json keeps the settings and each finished stage's summary; a run with other settings
+in the same OUT is refused.
+
+Try: hoi4-arena quickstart demo --budget-minutes 20
 """
 
 from __future__ import annotations
 
-import importlib.util
+import html
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
+from hoi4_arena.errors import UserError
 from hoi4_arena.terminal import stderr
 
-STAGES = (
-    ("simulate", "hoi4_arena.sim.world", "the simulator's world"),
-    ("record", "hoi4_arena.players.scripted", "scripted demonstrations"),
-    ("train", "hoi4_arena.training.bc", "behaviour cloning"),
-    ("play", "hoi4_arena.play.play_policy", "the learned policy playing the AI"),
-)
+log = logging.getLogger(__name__)
+
+STATE = "quickstart.json"
+STAGES = ("demonstrations", "training", "evaluation")
+PLAYERS = ("learned", "scripted", "random")
+EVAL_SEED_OFFSET = 1000  # evaluation seeds never overlap the demonstrations' seeds
+MILESTONES = ("army", "front", "offensive", "executed")
+MIN_TRAIN_MINUTES = 0.2
 
 
-def run_quickstart(out: Path) -> dict:
-    present = [name for name, module, _ in STAGES if importlib.util.find_spec(module) is not None]
-    missing = [(name, what) for name, module, what in STAGES if importlib.util.find_spec(module) is None]
-    for name, what in missing:
-        stderr.print(f"[yellow]not built yet:[/] {name} ({what})")
-    return {"out": str(out), "stages_present": present, "stages_missing": [name for name, _ in missing]}
+@dataclass
+class QuickstartConfig:
+    """Settings of `hoi4-arena quickstart`."""
+
+    out: Path
+    """Folder for everything the run makes; running again with it resumes."""
+    budget_minutes: float = 20.0
+    """Wall-clock minutes for the whole run; training gets what the other stages leave."""
+    arena: str = "plains"
+    """Arena preset (its map of seed 0) or preset:seed: every game of the run plays this map."""
+    games: int = 10
+    """Evaluation games per player (learned, scripted, random), on the same seeds, sides alternating."""
+    demo_games: int = 24
+    """Scripted games recorded as demonstrations."""
+    val_games: int = 2
+    """Of the demonstrations, how many are held out to score the training."""
+    size: tuple[int, int] = (540, 960)
+    """The game's screen (height, width)."""
+    speed: int = 5
+    """Game speed 1..5 of every match."""
+    max_days: int = 365
+    """Each game's time limit in days (a draw when reached)."""
+    seed: int = 0
+    """Seed of the demonstrations (game i plays seed + i) and of training; evaluation uses seed + 1000."""
+    threads: int = 1
+    """Torch CPU threads for training and play (1 is fastest on a busy 2-core machine)."""
+    workers: int = 1
+    """Background processes decoding the demonstrations during training."""
+    eval_seconds_per_game: float = 25.0
+    """Wall seconds reserved per evaluation game when the training budget is worked out."""
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if not (isinstance(self.budget_minutes, int | float) and 2 <= self.budget_minutes <= 24 * 60):
+            raise UserError(f"--budget-minutes must lie in 2..1440, not {self.budget_minutes!r}")
+        for what, value, low in (("--games", self.games, 1), ("--demo-games", self.demo_games, 2)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
+        if not 1 <= self.val_games < self.demo_games:
+            raise UserError(f"--val-games must lie in 1..{self.demo_games - 1}, not {self.val_games!r}")
+        if self.speed not in range(1, 6):
+            raise UserError(f"--speed must be 1..5, not {self.speed!r}")
+        if self.out.exists() and not self.out.is_dir():
+            raise UserError(f"{self.out} exists and is not a folder")
+        from hoi4_arena.maps import PRESETS
+        from hoi4_arena.sim.headless import arena_of
+
+        self.arena_spec = f"{self.arena}:0" if self.arena in PRESETS else self.arena
+        arena_of(self.arena_spec)  # an unknown preset or a bad map folder fails now, with its message
+
+    def settings(self) -> dict[str, Any]:
+        """What decides the run's results: a resumed run must have the same."""
+        data = asdict(self)
+        for key in ("out", "budget_minutes", "progress", "threads", "workers", "eval_seconds_per_game"):
+            data.pop(key)
+        data["size"] = [self.size[1], self.size[0]]
+        return data
+
+    @property
+    def eval_seed(self) -> int:
+        return self.seed + EVAL_SEED_OFFSET
+
+
+@dataclass
+class RunState:
+    """OUT/quickstart.json: the settings, the time already spent, and each finished stage's summary."""
+
+    settings: dict[str, Any]
+    spent_seconds: float = 0.0
+    train_minutes: float | None = None
+    stages: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, out: Path) -> None:
+        path = out / STATE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        tmp.replace(path)
+
+    @classmethod
+    def open(cls, config: QuickstartConfig) -> RunState:
+        path = config.out / STATE
+        if not path.exists():
+            if config.out.exists() and any(config.out.iterdir()):
+                raise UserError(f"{config.out} is not empty and holds no {STATE}: choose a new folder")
+            config.out.mkdir(parents=True, exist_ok=True)
+            state = cls(settings=config.settings())
+            state.save(config.out)
+            return state
+        try:
+            state = cls(**json.loads(path.read_text()))
+        except (ValueError, TypeError) as error:
+            raise UserError(f"{path} is damaged ({error}); start in a new folder") from None
+        if state.settings != config.settings():
+            changed = sorted(k for k in config.settings() if state.settings.get(k) != config.settings()[k])
+            raise UserError(
+                f"{config.out} holds a quickstart with other settings ({', '.join(changed)}); "
+                "run it with the same settings to resume, or choose a new folder"
+            )
+        return state
+
+
+# --- the stages ---------------------------------------------------------------------------------------
+
+
+def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
+    """Scripted games against the AI, recorded; the last `val_games` sessions held out."""
+    from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+
+    demos = config.out / "demos"
+    summary = run_record_ai(
+        RecordAIConfig(
+            out=demos,
+            player="scripted",
+            games=config.demo_games,
+            arena=config.arena_spec,
+            seed=config.seed,
+            speeds=(config.speed,),
+            size=config.size,
+            max_days=config.max_days,
+            progress=config.progress,
+        )
+    )
+    sessions = [row["session"] for row in _rows(demos / "results.jsonl") if row.get("valid")]
+    if len(sessions) <= config.val_games:
+        raise UserError(f"only {len(sessions)} valid demonstration games in {demos}: too few to train on")
+    held_out = sessions[-config.val_games :]
+    (demos / "splits.json").write_text(json.dumps(dict.fromkeys(held_out, "val"), indent=2) + "\n")
+    return {
+        "games": summary["games"],
+        "valid": summary["valid"],
+        "wins": summary["wins"],
+        "held_out": held_out,
+    }
+
+
+def train(config: QuickstartConfig, minutes: float) -> dict[str, Any]:
+    """Behaviour cloning on the demonstrations for `minutes` of wall time (resuming a stopped run)."""
+    from hoi4_arena.training.bc import train_bc
+    from hoi4_arena.training.bc_config import BCConfig
+
+    out = config.out / "bc"
+    bc = BCConfig(
+        data=str(config.out / "demos"),
+        out=str(out),
+        epochs=1000,
+        max_minutes=max(minutes, 0.05),
+        seed=config.seed,
+        threads=config.threads,
+        workers=config.workers,
+        save_every=60.0,
+        sources=("scripted",),
+    )
+    if (out / "progress.pt").exists():
+        return train_bc(bc, resume=True, changes={"max_minutes": bc.max_minutes, "epochs": bc.epochs})
+    return train_bc(bc)
+
+
+def trained_minutes(out: Path) -> float:
+    """Minutes a (possibly interrupted) training run in `out` has trained, from its progress.pt."""
+    path = out / "bc" / "progress.pt"
+    if not path.exists():
+        return 0.0
+    from hoi4_arena.models.checkpoint import load_checkpoint
+
+    return float(load_checkpoint(path).extra.get("train_seconds", 0.0)) / 60
+
+
+def evaluate(config: QuickstartConfig) -> dict[str, Any]:
+    """The learned policy, a random policy and the scripted player on the same seeds and sides."""
+    from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
+    from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+
+    folder = config.out / "eval"
+    common = {
+        "games": config.games,
+        "arena": config.arena_spec,
+        "seed": config.eval_seed,
+        "size": config.size,
+        "speed": config.speed,
+        "max_days": config.max_days,
+        "progress": config.progress,
+    }
+    summaries = {
+        "learned": run_play_policy(
+            PlayConfig(
+                checkpoint=str(config.out / "bc" / "last.pt"),
+                out=folder / "learned",
+                name="learned",
+                threads=config.threads,
+                **common,
+            )
+        ),
+        "random": run_play_policy(
+            PlayConfig(checkpoint="random", out=folder / "random", name="random", **common)
+        ),
+    }
+    scripted = dict(common, speeds=(config.speed,))
+    scripted.pop("speed")
+    summaries["scripted"] = run_record_ai(
+        RecordAIConfig(out=folder / "scripted", player="scripted", **scripted)
+    )
+    return {player: summaries[player]["games"] for player in PLAYERS}
+
+
+# --- the report ---------------------------------------------------------------------------------------
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def player_record(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One player's results: wins, draws, losses with a Wilson interval, and setup completion."""
+    from hoi4_arena.evaluation.statistics import wilson
+
+    valid = [r for r in rows if r.get("valid")]
+    wins = sum(r["outcome"] == "win" for r in valid)
+    draws = sum(r["outcome"] == "draw" for r in valid)
+    setup = {m: sum(bool((r.get("setup") or {}).get(m) is not None) for r in valid) for m in MILESTONES}
+    setup["complete"] = sum(bool((r.get("setup") or {}).get("complete")) for r in valid)
+    return {
+        "games": len(valid),
+        "invalid": len(rows) - len(valid),
+        "wins": wins,
+        "draws": draws,
+        "losses": len(valid) - wins - draws,
+        "win_rate": wilson(wins, len(valid)).to_dict(),
+        "setup": setup,
+        "setup_rate": wilson(setup["complete"], len(valid)).to_dict(),
+        "seeds": sorted({(r.get("seed"), r.get("side")) for r in valid}),
+    }
+
+
+def _training_curves(out: Path, picture: Path) -> dict[str, Any]:
+    """Plot the training and held-out loss from the run's TensorBoard logs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(out / "bc" / "tb"), size_guidance={"scalars": 0})
+    events.Reload()
+    tags = set(events.Tags().get("scalars", []))
+    series = {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in sorted(tags)}
+    panels = [
+        ("loss (nll of the 8 tokens)", ["train/loss", "held_out/loss"]),
+        ("loss by token kind", sorted(t for t in tags if t.startswith("train/loss_"))),
+        ("held-out pointer / kind", sorted(t for t in tags if t.startswith("held_out/") and "loss" not in t)),
+    ]
+    panels = [(title, [t for t in names if t in series]) for title, names in panels]
+    panels = [p for p in panels if p[1]]
+    if panels:
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.4), squeeze=False)
+        for axis, (title, names) in zip(axes[0], panels, strict=True):
+            for name in names:
+                steps, values = zip(*series[name], strict=True)
+                axis.plot(steps, values, label=name.split("/", 1)[1], marker="." if len(steps) < 30 else None)
+            axis.set_title(title)
+            axis.set_xlabel("optimizer step")
+            axis.legend(fontsize="x-small")
+        fig.tight_layout()
+        fig.savefig(picture, dpi=90)
+        plt.close(fig)
+    return {tag: values[-1][1] for tag, values in series.items() if values}
+
+
+def _frame_strip(session: Path, picture: Path, count: int = 8, every_s: float = 2.0) -> int:
+    """The first seconds of a recorded game as a strip of frames (2 rows), one every `every_s`."""
+    import numpy as np
+    from PIL import Image
+
+    from hoi4_arena.sessions.reader import SessionReader
+
+    reader = SessionReader(session)
+    picked, last_t = [], None
+    for record, image in reader.frames():
+        t = record.t_ns
+        if last_t is None or t - last_t >= every_s * 1e9:
+            picked.append(image)
+            last_t = t
+        if len(picked) == count:
+            break
+    if not picked:
+        return 0
+    h, w = picked[0].shape[:2]
+    scale = max(1, math.ceil(w / 480))
+    thumbs = [np.asarray(Image.fromarray(p).resize((w // scale, h // scale), Image.BILINEAR)) for p in picked]
+    cols = math.ceil(len(thumbs) / 2)
+    th, tw = thumbs[0].shape[:2]
+    strip = np.full((2 * th + 4, cols * tw + (cols - 1) * 4, 3), 255, np.uint8)
+    for k, thumb in enumerate(thumbs):
+        r, c = divmod(k, cols)
+        strip[r * (th + 4) : r * (th + 4) + th, c * (tw + 4) : c * (tw + 4) + tw] = thumb
+    Image.fromarray(strip).save(picture)
+    return len(thumbs)
+
+
+def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
+    """OUT/report.html and OUT/report.json from what the stages left on disk."""
+    from hoi4_arena.evaluation.heatmap import heatmap
+
+    out = config.out
+    pictures = out / "report"
+    pictures.mkdir(exist_ok=True)
+    records = {player: player_record(_rows(out / "eval" / player / "results.jsonl")) for player in PLAYERS}
+    curves = _training_curves(out, pictures / "training.png")
+
+    # Where the policy wants to point, on a held-out scripted game of the evaluation.
+    scripted_rows = [r for r in _rows(out / "eval" / "scripted" / "results.jsonl") if r.get("valid")]
+    heat: dict[str, Any] = {}
+    if scripted_rows:
+        session = out / "eval" / "scripted" / scripted_rows[0]["session"]
+        heat = heatmap(out / "bc" / "last.pt", session, pictures / "heatmap", count=6)
+    learned_rows = [r for r in _rows(out / "eval" / "learned" / "results.jsonl") if r.get("valid")]
+    strip_frames = 0
+    if learned_rows:
+        best = max(
+            learned_rows, key=lambda r: (r["outcome"] == "win", bool((r.get("setup") or {}).get("complete")))
+        )
+        strip_frames = _frame_strip(out / "eval" / "learned" / best["session"], pictures / "learned-game.png")
+        strip_game = {k: best.get(k) for k in ("session", "seed", "side", "outcome", "days")}
+    else:
+        strip_game = {}
+
+    result = {
+        "out": str(out),
+        "arena": config.arena_spec,
+        "players": records,
+        "training": {
+            "summary": state.stages.get("training", {}),
+            "final": curves,
+        },
+        "heatmap": {
+            k: heat.get(k)
+            for k in ("median_distance_lattice", "median_distance_px", "in_hottest_1pct", "drawn")
+        }
+        if heat
+        else {},
+        "strip": {"frames": strip_frames, **strip_game},
+        "seconds": round(state.spent_seconds, 1),
+        "report": str(out / "report.html"),
+    }
+    (out / "report.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    (out / "report.html").write_text(_html(config, result, heat))
+    return result
+
+
+def _pct(row: dict[str, Any]) -> str:
+    if not row["games"]:
+        return "-"
+    return f"{row['rate']:.0%} [{row['low']:.0%}, {row['high']:.0%}]"
+
+
+def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]) -> str:
+    """A single page that shows the numbers and pictures of the report."""
+    esc = html.escape
+    rows = []
+    for player in PLAYERS:
+        r = result["players"][player]
+        setup = r["setup"]
+        rows.append(
+            f"<tr><td>{player}</td><td>{r['games']}</td><td>{r['wins']}</td><td>{r['draws']}</td>"
+            f"<td>{r['losses']}</td><td>{_pct(r['win_rate'])}</td>"
+            + "".join(f"<td>{setup[m]}</td>" for m in MILESTONES)
+            + f"<td>{_pct(r['setup_rate'])}</td></tr>"
+        )
+    training = result["training"]["summary"]
+    heat_images = "".join(
+        f'<img src="report/heatmap/{esc(image["file"])}" width="320">'
+        for image in (heat.get("images") or [])[:6]
+    )
+    heat_line = ""
+    if heat:
+        heat_line = (
+            f"<p>Median distance between the policy's hottest point and the scripted player's move: "
+            f"{heat.get('median_distance_px') or 0:.0f} px; the demonstrated point lies in the hottest 1% of the "
+            f"screen in {heat.get('in_hottest_1pct') or 0:.0%} of {heat.get('drawn')} frames.</p>"
+        )
+    strip = result["strip"]
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>hoi4-arena quickstart report</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}
+td:first-child{{text-align:left}}img{{margin:4px;border:1px solid #ccc}}</style></head><body>
+<h1>hoi4-arena quickstart</h1>
+<p>Arena <b>{esc(result["arena"])}</b>, {config.size[1]}x{config.size[0]}, speed {config.speed}.
+{config.demo_games} scripted demonstrations; behaviour cloning for {training.get("steps", "?")} steps
+({training.get("decisions_seen", "?")} decisions); then each player played the game's AI
+{config.games} times on the same seeds (each seed from both sides). Whole run: {result["seconds"] / 60:.1f} min.</p>
+<h2>Against the game's AI</h2>
+<table><tr><th>player</th><th>games</th><th>wins</th><th>draws</th><th>losses</th><th>win rate [95% Wilson]</th>
+<th>army</th><th>front</th><th>offensive</th><th>executed</th><th>setup complete [95%]</th></tr>
+{"".join(rows)}</table>
+<p>Setup columns: games in which the player formed an army, drew a front, drew an offensive and executed
+it (read from the game's ARENA log; the policy never reads it).</p>
+<h2>Training</h2><img src="report/training.png">
+<h2>Where the policy wants to point</h2>{heat_line}{heat_images}
+<h2>One of its games</h2>
+<p>{esc(str(strip.get("session", "")))}: {esc(str(strip.get("side", "")))}, {esc(str(strip.get("outcome", "")))}
+after {esc(str(strip.get("days", "")))} days; a frame every 2 s from the start.</p>
+<img src="report/learned-game.png">
+</body></html>
+"""
+
+
+# --- the run --------------------------------------------------------------------------------------------
+
+
+def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
+    """Run (or resume) every stage within the budget; returns the report's numbers."""
+    state = RunState.open(config)
+    started = time.monotonic()
+    spent_before = state.spent_seconds
+
+    def spent() -> float:
+        return spent_before + time.monotonic() - started
+
+    def finish(stage: str, summary: dict[str, Any]) -> None:
+        state.stages[stage] = summary
+        state.spent_seconds = spent()
+        state.save(config.out)
+
+    try:
+        for number, stage in enumerate(STAGES, 1):
+            if stage in state.stages:
+                stderr.print(f"[dim]{number}/4 {stage}: done before, kept[/]")
+                continue
+            stderr.print(f"[bold]{number}/4 {stage}[/]")
+            if stage == "demonstrations":
+                finish(stage, record_demonstrations(config))
+            elif stage == "training":
+                if state.train_minutes is None:
+                    reserve = 3 * config.games * config.eval_seconds_per_game / 60 + 1.0
+                    state.train_minutes = max(
+                        MIN_TRAIN_MINUTES, config.budget_minutes - spent() / 60 - reserve
+                    )
+                    state.save(config.out)
+                left = state.train_minutes - trained_minutes(config.out)
+                stderr.print(f"  training for {left:.1f} of {state.train_minutes:.1f} minutes")
+                finish(stage, train(config, left))
+            else:
+                finish(stage, evaluate(config))
+        stderr.print("[bold]4/4 report[/]")
+        result = report(config, state)
+    finally:
+        state.spent_seconds = spent()
+        state.save(config.out)
+    stderr.print(f"report: {result['report']}")
+    return result
