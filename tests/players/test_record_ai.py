@@ -33,8 +33,10 @@ def test_two_scripted_games_are_recorded_as_sessions_with_rows_win_rate_reads(tm
     summary = run_record_ai(config(out))
     assert summary["games"] == 2 and summary["valid"] == 2 and not summary["interrupted"]
     rows = rows_of(out)
-    assert [r["side"] for r in rows] == ["BLU", "RED"] and [r["arena"] for r in rows] == ["plains", "river"]
-    assert [r["map"] for r in rows] == ["plains:20", "river:21"] and {r["days"] for r in rows} == {15}
+    # One side-swapped pair: the same seed and map, BLU then RED.
+    assert [r["side"] for r in rows] == ["BLU", "RED"] and [r["arena"] for r in rows] == ["plains", "plains"]
+    assert [r["map"] for r in rows] == ["plains:20", "plains:20"] and {r["days"] for r in rows} == {15}
+    assert [r["seed"] for r in rows] == [20, 20]
     for row in rows:
         assert row["player"] == "scripted" and row["opponent"] == "ai" and row["strategy"]
         assert row["winner"] is None and row["seen"] == "draw" and row["setup"]["complete"]
@@ -271,9 +273,9 @@ def test_recording_does_not_change_the_game(tmp_path: Path) -> None:
 
 def test_ten_frames_a_second_and_speeds_in_turn(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    run_record_ai(config(out, hz=10, speeds=(3, 5), max_days=4))
+    run_record_ai(config(out, games=4, hz=10, speeds=(3, 5), max_days=4))
     rows = rows_of(out)
-    assert [r["speed"] for r in rows] == [3, 5]
+    assert [r["speed"] for r in rows] == [3, 3, 5, 5]  # speeds in turn, pair by pair
     for row in rows:
         folder = out / row["session"]
         manifest = json.loads((folder / "manifest.json").read_text())

@@ -469,7 +469,7 @@ def _games(config: PlayConfig, layout: ViewLayout | None) -> Iterator[Callable[[
 
         yield open_sim
         return
-    from hoi4_arena.play.window_game import WindowGames
+    from hoi4_arena.screen.window_games import WindowGames
 
     with WindowGames(config.size) as windows:
 

@@ -20,8 +20,9 @@
    winner, valid, arena, seed, strategy, reason, and extras: game, declarer, days, minutes, session,
    speed, what the player saw at the end, setup milestones).
 
-Game i plays seed `--seed + i` on map `PRESET:seed` (a bare preset; `--arena all` cycles the seven
-presets), the player's side alternating BLU, RED, and the speed cycling through `--speeds`. `--minutes`
+Games come in side-swapped pairs: games 2k and 2k + 1 play seed `--seed + k` on map `PRESET:seed` (a
+bare preset; `--arena all` cycles the seven presets pair by pair), BLU first, then RED, and the speed
+cycles through `--speeds` pair by pair. `--minutes`
 is the play time to record in all (on the game's clock; the game that runs it out is cut, invalid);
 `--games` caps the number of games. A game that fails (a worker error) is kept as invalid with its
 reason, and the run goes on. Ctrl+C keeps the finished games; re-running with the same OUT and settings
@@ -79,7 +80,7 @@ class RecordAIConfig:
     arena: str = "plains"
     """Preset (its map of the game's seed), preset:seed, a map folder, or `all` (the presets in turn)."""
     seed: int = 0
-    """The first game's seed; game i plays seed + i."""
+    """The first pair's seed: games 2k and 2k + 1 play seed + k, from BLU and from RED."""
     speeds: tuple[int, ...] = (5,)
     """Game speeds 1..5, one per game in turn."""
     game: str = "sim"
@@ -152,11 +153,16 @@ class RecordAIConfig:
         sim_rules(self.size)  # no calibration for this size: refused now, with the command that makes it
 
     def plan(self, index: int) -> tuple[str, str, int, str, int]:
-        """Game `index`'s (arena name, map spec, seed, side, speed)."""
-        seed = self.seed + index
-        name = PRESETS[index % len(PRESETS)] if self.arena == ALL else self.arena
+        """Game `index`'s (arena name, map spec, seed, side, speed).
+
+        Games come in side-swapped pairs, as play-policy plays them: games 2k and 2k + 1 play seed
+        `seed + k` on the same map and speed, BLU first, so a side's advantage cancels within a pair.
+        """
+        pair = index // 2
+        seed = self.seed + pair
+        name = PRESETS[pair % len(PRESETS)] if self.arena == ALL else self.arena
         spec = f"{name}:{seed}" if name in PRESETS else name
-        return name, spec, seed, TAGS[index % 2], self.speeds[index % len(self.speeds)]
+        return name, spec, seed, TAGS[index % 2], self.speeds[pair % len(self.speeds)]
 
     def settings(self) -> dict[str, Any]:
         """What decides the games: a resumed run must have the same (record-ai.json)."""
@@ -538,10 +544,9 @@ def _workers(config: RecordAIConfig) -> Iterator[Callable[..., Any]]:
 
         yield open_sim
         return
-    # The window under a private Xvfb is play-policy's; reused here rather than copied (it belongs in
-    # screen/, where both could import it downward).
-    from hoi4_arena.play.window_game import WindowGames
+    # The window under a private Xvfb, shared with play-policy.
     from hoi4_arena.screen.layout import ViewLayout
+    from hoi4_arena.screen.window_games import WindowGames
 
     with WindowGames(config.size) as windows:
 

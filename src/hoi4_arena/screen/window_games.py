@@ -1,4 +1,4 @@
-"""The simulator's window under a private Xvfb, as an X11 worker: play-policy's `--game x11`.
+"""The simulator's window under a private Xvfb, as an X11 worker: `--game x11` of play-policy and record-ai.
 
 `WindowGames(size)` starts one private Xvfb (stopped by its PID); `open(...)` then runs one game in it:
 
