@@ -66,9 +66,14 @@ def quickstart(
     ] = 20.0,
     arena: Annotated[str, typer.Option(help="Arena preset (its map of seed 0) or preset:seed.")] = "plains",
     games: Annotated[int, typer.Option(help="Evaluation games per player (learned, scripted, random).")] = 10,
-    demo_games: Annotated[int, typer.Option(help="Scripted games recorded as demonstrations.")] = 24,
+    demo_games: Annotated[int, typer.Option(help="Scripted games recorded as demonstrations.")] = 48,
+    demo_max_days: Annotated[
+        int, typer.Option(help="Each demonstration's time limit in days (a draw when reached).")
+    ] = 30,
     size: Annotated[str, typer.Option(help="The game's screen, WIDTHxHEIGHT (16:9).")] = "960x540",
-    max_days: Annotated[int, typer.Option(help="Each game's time limit in days (a draw when reached).")] = 365,
+    max_days: Annotated[
+        int, typer.Option(help="Each evaluation game's time limit in days (a draw when reached).")
+    ] = 365,
     seed: Annotated[int, typer.Option(help="Seed of the demonstrations and training (evaluation: +1000).")] = 0,
     threads: Annotated[int, typer.Option(help="Torch CPU threads for training and play.")] = 1,
     workers: Annotated[int, typer.Option(help="Background processes decoding video during training.")] = 1,
@@ -84,6 +89,7 @@ def quickstart(
         arena=arena,
         games=games,
         demo_games=demo_games,
+        demo_max_days=demo_max_days,
         size=parse_size(size),
         max_days=max_days,
         seed=seed,
@@ -534,6 +540,7 @@ def train_bc_command(
     open_sessions: Annotated[int, typer.Option("--open-sessions", help=_BC["open_sessions"])] = 4,
     shuffle_windows: Annotated[int, typer.Option("--shuffle-windows", help=_BC["shuffle_windows"])] = 64,
     val_windows: Annotated[int, typer.Option("--val-windows", help=_BC["val_windows"])] = 256,
+    idle_windows: Annotated[float, typer.Option("--idle-windows", help=_BC["idle_windows"])] = 1.0,
     resume: Annotated[
         bool,
         typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
@@ -583,6 +590,7 @@ def train_bc_command(
         open_sessions=open_sessions,
         shuffle_windows=shuffle_windows,
         val_windows=val_windows,
+        idle_windows=idle_windows,
     )
     config = _BCConfig(**settings)
     # With --resume only the options given on the command line count as changes to the stored run.
@@ -640,6 +648,9 @@ def play_policy_command(
         bool, typer.Option("--deterministic", help="Argmax everywhere: likeliest kind and likeliest spot.")
     ] = False,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 1.0,
+    reset_memory: Annotated[
+        int, typer.Option("--reset-memory", help="Start the memory afresh every N decisions (0: never).")
+    ] = 0,
     game: Annotated[
         str, typer.Option("--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb).")
     ] = "sim",
@@ -677,6 +688,7 @@ def play_policy_command(
         point=point,
         deterministic=deterministic,
         temperature=temperature,
+        reset_memory=reset_memory,
         game=game,
         size=parse_size(size),
         speed=speed,

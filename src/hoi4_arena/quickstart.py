@@ -1,22 +1,26 @@
 """The main job, `hoi4-arena quickstart OUT`: from nothing to a learned agent playing the simulator.
 
-Four stages, each leaving its output in OUT and resuming where it stopped when run again:
+Five stages, each leaving its output in OUT and resuming where it stopped when run again:
 
 1. demonstrations (OUT/demos): the scripted player plays the game's AI in the headless simulator and
    every game is recorded as a session (`record-ai`); the last games are held out for validation
-   (OUT/demos/splits.json);
-2. training (OUT/bc): behaviour cloning on those sessions within the time the budget leaves
-   (`train-bc`, TensorBoard logs in OUT/bc/tb);
-3. evaluation (OUT/eval/{learned,random,scripted}): the learned checkpoint, a random policy and the
-   scripted player each play the game's AI on the same seeds, each seed from both sides
-   (`play-policy`, `record-ai`);
-4. report (OUT/report.html, OUT/report.json, pictures in OUT/report/): each player's record with a
+   (OUT/demos/splits.json). Demonstration games are short (`--demo-max-days`): their first days hold
+   the setup and the first replans, what a policy must learn before anything else;
+2. baselines (OUT/eval/{scripted,random}): the scripted player and a random policy play the game's AI
+   on the evaluation seeds, each seed from both sides (`record-ai`, `play-policy`); played before
+   training so that the time they took is known when training's share of the budget is worked out;
+3. training (OUT/bc): behaviour cloning on the demonstrations within the time the budget leaves
+   (`train-bc` with the settings of `BC_SETTINGS`, TensorBoard logs in OUT/bc/tb);
+4. evaluation (OUT/eval/learned): the learned checkpoint plays the same seeds and sides
+   (`play-policy` with `PLAY_SETTINGS`), games of the full length (`--max-days`);
+5. report (OUT/report.html, OUT/report.json, pictures in OUT/report/): each player's record with a
    Wilson interval, how often it completed its setup (army, front, offensive, executed), the training
    curves, heat maps of where the policy wants to point, and a strip of frames from one of its games.
 
-The budget (`--budget-minutes`) bounds the whole run: training gets what the other stages do not need.
-OUT/quickstart.json keeps the settings and each finished stage's summary; a run with other settings
-in the same OUT is refused.
+The budget (`--budget-minutes`) bounds the whole run: training gets what the other stages do not need
+(the learned policy's games and the report are estimated, `eval_seconds_per_game`). OUT/quickstart.json
+keeps the settings and each finished stage's summary; a run with other settings in the same OUT is
+refused. docs/learning.md says how the settings below were chosen, with the measurements.
 
 Try: hoi4-arena quickstart demo --budget-minutes 20
 """
@@ -38,11 +42,21 @@ from hoi4_arena.terminal import stderr
 log = logging.getLogger(__name__)
 
 STATE = "quickstart.json"
-STAGES = ("demonstrations", "training", "evaluation")
+STAGES = ("demonstrations", "baselines", "training", "evaluation")
 PLAYERS = ("learned", "scripted", "random")
 EVAL_SEED_OFFSET = 1000  # evaluation seeds never overlap the demonstrations' seeds
 MILESTONES = ("army", "front", "offensive", "executed")
 MIN_TRAIN_MINUTES = 0.2
+REPORT_MINUTES = 1.0
+"""Reserved for the report (heat maps, pictures) when training's share is worked out."""
+
+# Behaviour cloning as measured best for a budget of minutes on a 2-core CPU (docs/learning.md): short
+# windows, most of the idle ones left out (their decisions teach only "do nothing"), a learning rate
+# that moves the pointer within hundreds of steps, chunks that recompute fewer, larger batches.
+BC_SETTINGS: dict[str, Any] = {"window": 8, "idle_windows": 0.1, "lr": 1e-3, "chunk": 16}
+# The learned policy plays as it trained: a fresh memory every training window, moves on the likeliest
+# point (kinds sampled).
+PLAY_SETTINGS: dict[str, Any] = {"point": True, "reset_memory": BC_SETTINGS["window"]}
 
 
 @dataclass
@@ -57,8 +71,10 @@ class QuickstartConfig:
     """Arena preset (its map of seed 0) or preset:seed: every game of the run plays this map."""
     games: int = 10
     """Evaluation games per player (learned, scripted, random), on the same seeds, sides alternating."""
-    demo_games: int = 24
+    demo_games: int = 48
     """Scripted games recorded as demonstrations."""
+    demo_max_days: int = 30
+    """Each demonstration's time limit in days (a draw when reached); evaluation games use max_days."""
     val_games: int = 2
     """Of the demonstrations, how many are held out to score the training."""
     size: tuple[int, int] = (540, 960)
@@ -66,7 +82,7 @@ class QuickstartConfig:
     speed: int = 5
     """Game speed 1..5 of every match."""
     max_days: int = 365
-    """Each game's time limit in days (a draw when reached)."""
+    """Each evaluation game's time limit in days (a draw when reached)."""
     seed: int = 0
     """Seed of the demonstrations (game i plays seed + i) and of training; evaluation uses seed + 1000."""
     threads: int = 1
@@ -74,14 +90,19 @@ class QuickstartConfig:
     workers: int = 1
     """Background processes decoding the demonstrations during training."""
     eval_seconds_per_game: float = 25.0
-    """Wall seconds reserved per evaluation game when the training budget is worked out."""
+    """Wall seconds reserved per game of the learned policy when the training budget is worked out."""
     progress: bool = True
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
         if not (isinstance(self.budget_minutes, int | float) and 2 <= self.budget_minutes <= 24 * 60):
             raise UserError(f"--budget-minutes must lie in 2..1440, not {self.budget_minutes!r}")
-        for what, value, low in (("--games", self.games, 1), ("--demo-games", self.demo_games, 2)):
+        for what, value, low in (
+            ("--games", self.games, 1),
+            ("--demo-games", self.demo_games, 2),
+            ("--max-days", self.max_days, 1),
+            ("--demo-max-days", self.demo_max_days, 1),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
         if not 1 <= self.val_games < self.demo_games:
@@ -164,7 +185,7 @@ def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
             seed=config.seed,
             speeds=(config.speed,),
             size=config.size,
-            max_days=config.max_days,
+            max_days=config.demo_max_days,
             progress=config.progress,
         )
     )
@@ -197,6 +218,7 @@ def train(config: QuickstartConfig, minutes: float) -> dict[str, Any]:
         workers=config.workers,
         save_every=60.0,
         sources=("scripted",),
+        **BC_SETTINGS,
     )
     if (out / "progress.pt").exists():
         return train_bc(bc, resume=True, changes={"max_minutes": bc.max_minutes, "epochs": bc.epochs})
@@ -213,41 +235,50 @@ def trained_minutes(out: Path) -> float:
     return float(load_checkpoint(path).extra.get("train_seconds", 0.0)) / 60
 
 
-def evaluate(config: QuickstartConfig) -> dict[str, Any]:
-    """The learned policy, a random policy and the scripted player on the same seeds and sides."""
-    from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
-    from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
-
-    folder = config.out / "eval"
-    common = {
+def _eval_settings(config: QuickstartConfig) -> dict[str, Any]:
+    """What every player's evaluation games share: the seeds (each from both sides), map, screen, length."""
+    return {
         "games": config.games,
         "arena": config.arena_spec,
         "seed": config.eval_seed,
         "size": config.size,
-        "speed": config.speed,
         "max_days": config.max_days,
         "progress": config.progress,
     }
-    summaries = {
-        "learned": run_play_policy(
-            PlayConfig(
-                checkpoint=str(config.out / "bc" / "last.pt"),
-                out=folder / "learned",
-                name="learned",
-                threads=config.threads,
-                **common,
-            )
-        ),
-        "random": run_play_policy(
-            PlayConfig(checkpoint="random", out=folder / "random", name="random", **common)
-        ),
-    }
-    scripted = dict(common, speeds=(config.speed,))
-    scripted.pop("speed")
-    summaries["scripted"] = run_record_ai(
-        RecordAIConfig(out=folder / "scripted", player="scripted", **scripted)
+
+
+def evaluate_baselines(config: QuickstartConfig) -> dict[str, Any]:
+    """The scripted player and a random policy on the evaluation seeds and sides."""
+    from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
+    from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+
+    folder = config.out / "eval"
+    common = _eval_settings(config)
+    scripted = run_record_ai(
+        RecordAIConfig(out=folder / "scripted", player="scripted", speeds=(config.speed,), **common)
     )
-    return {player: summaries[player]["games"] for player in PLAYERS}
+    random = run_play_policy(
+        PlayConfig(checkpoint="random", out=folder / "random", name="random", speed=config.speed, **common)
+    )
+    return {"scripted": scripted["games"], "random": random["games"]}
+
+
+def evaluate_learned(config: QuickstartConfig) -> dict[str, Any]:
+    """The learned checkpoint on the same seeds and sides as the baselines."""
+    from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
+
+    summary = run_play_policy(
+        PlayConfig(
+            checkpoint=str(config.out / "bc" / "last.pt"),
+            out=config.out / "eval" / "learned",
+            name="learned",
+            threads=config.threads,
+            speed=config.speed,
+            **_eval_settings(config),
+            **PLAY_SETTINGS,
+        )
+    )
+    return {"learned": summary["games"]}
 
 
 # --- the report ---------------------------------------------------------------------------------------
@@ -394,6 +425,10 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     return result
 
 
+def _settings_text(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{key.replace('_', '-')} {value}" for key, value in settings.items())
+
+
 def _pct(row: dict[str, Any]) -> str:
     if not row["games"]:
         return "-"
@@ -433,8 +468,9 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:4px 8px;te
 td:first-child{{text-align:left}}img{{margin:4px;border:1px solid #ccc}}</style></head><body>
 <h1>hoi4-arena quickstart</h1>
 <p>Arena <b>{esc(result["arena"])}</b>, {config.size[1]}x{config.size[0]}, speed {config.speed}.
-{config.demo_games} scripted demonstrations; behaviour cloning for {training.get("steps", "?")} steps
-({training.get("decisions_seen", "?")} decisions); then each player played the game's AI
+{config.demo_games} scripted demonstrations of at most {config.demo_max_days} days; behaviour cloning for
+{training.get("steps", "?")} steps ({training.get("decisions_seen", "?")} decisions, {esc(_settings_text(BC_SETTINGS))});
+the learned policy plays with {esc(_settings_text(PLAY_SETTINGS))}; each player played the game's AI
 {config.games} times on the same seeds (each seed from both sides). Whole run: {result["seconds"] / 60:.1f} min.</p>
 <h2>Against the game's AI</h2>
 <table><tr><th>player</th><th>games</th><th>wins</th><th>draws</th><th>losses</th><th>win rate [95% Wilson]</th>
@@ -469,17 +505,20 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
         state.spent_seconds = spent()
         state.save(config.out)
 
+    total = len(STAGES) + 1
     try:
         for number, stage in enumerate(STAGES, 1):
             if stage in state.stages:
-                stderr.print(f"[dim]{number}/4 {stage}: done before, kept[/]")
+                stderr.print(f"[dim]{number}/{total} {stage}: done before, kept[/]")
                 continue
-            stderr.print(f"[bold]{number}/4 {stage}[/]")
+            stderr.print(f"[bold]{number}/{total} {stage}[/]")
             if stage == "demonstrations":
                 finish(stage, record_demonstrations(config))
+            elif stage == "baselines":
+                finish(stage, evaluate_baselines(config))
             elif stage == "training":
                 if state.train_minutes is None:
-                    reserve = 3 * config.games * config.eval_seconds_per_game / 60 + 1.0
+                    reserve = config.games * config.eval_seconds_per_game / 60 + REPORT_MINUTES
                     state.train_minutes = max(
                         MIN_TRAIN_MINUTES, config.budget_minutes - spent() / 60 - reserve
                     )
@@ -488,8 +527,8 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
                 stderr.print(f"  training for {left:.1f} of {state.train_minutes:.1f} minutes")
                 finish(stage, train(config, left))
             else:
-                finish(stage, evaluate(config))
-        stderr.print("[bold]4/4 report[/]")
+                finish(stage, evaluate_learned(config))
+        stderr.print(f"[bold]{total}/{total} report[/]")
         result = report(config, state)
     finally:
         state.spent_seconds = spent()

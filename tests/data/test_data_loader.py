@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -130,3 +131,25 @@ def test_clip_encoders_get_clips(sessions) -> None:
     # The clip ends with the decision's own screen and steps back one decision per frame.
     assert np.array_equal(clips[1, 0, -2], clips[0, 3, -1])
     assert np.array_equal(clips[0, 0, 0], clips[0, 0, -1])  # the first screen repeated before the start
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_idle_windows_keep_every_window_with_input_and_a_seeded_share_of_the_rest(
+    make_marker, data_dir: Path, workers: int
+) -> None:
+    games = [make_marker(f"s{i}", seed=i, frames=frames, keys=2) for i, frames in enumerate((40, 30))]
+    sessions = find_sessions(data_dir, ("scripted",)).train
+    # The sources know which decisions hold input, from the inputs and frames logs alone.
+    for game, session in zip(games, sessions, strict=True):
+        assert set(session.active) == set(game.clicks) | set(game.keys)
+    one = DataSettings(DecodeSettings("cpu"), window=1, batch=2, shuffle_windows=3)
+    with WindowLoader(dataclasses.replace(one, idle_windows=0.0), workers) as loader:
+        keys = set(by_key(collect(loader, sessions)))
+    assert keys == {(s.id, d) for s in sessions for d in s.active}
+    with WindowLoader(dataclasses.replace(one, idle_windows=0.5), workers) as loader:
+        batches = collect(loader, sessions)
+        assert loader.batches_in_epoch(sessions, 0) == len(batches)
+        first, again = set(by_key(batches)), set(by_key(collect(loader, sessions)))
+        other_epoch = set(by_key(collect(loader, sessions, epoch=1)))
+    every = {(s.id, d) for s in sessions for d in range(s.decisions)}
+    assert keys < first < every and first == again and first != other_epoch

@@ -69,3 +69,31 @@ def test_ordered_plans_and_samples() -> None:
     )
     for plan in plans:
         assert list(plan.emission) == sorted(plan.emission, key=lambda r: (r.session, r.span))
+
+
+def test_idle_windows_are_thinned_by_a_seeded_draw_and_active_ones_all_kept() -> None:
+    idle = [frozenset({0, 2, 3, 5}), frozenset(), frozenset(range(12)), frozenset({0}), frozenset(), frozenset({4})]
+    everything = {(s, i) for s, n in enumerate(COUNTS) for i in range(n)}
+    active = {(s, i) for s, i in everything if i not in idle[s]}
+
+    def emitted(keep: float, seed: int = 0, epoch: int = 0, workers: int = 0) -> set:
+        plans = epoch_plan(COUNTS, workers, seed, epoch, open_sessions=2, buffer=5, idle=idle, idle_keep=keep)
+        refs = [(r.session, r.span) for p in plans for r in p.emission]
+        assert len(refs) == len(set(refs))  # each kept window once
+        return set(refs)
+
+    assert emitted(1.0) == everything
+    assert emitted(0.0) == active
+    half = emitted(0.5)
+    assert active < half < everything
+    # Seeded: the same seed and epoch keep the same windows whatever the workers; others keep others.
+    assert half == emitted(0.5, workers=3)
+    assert half != emitted(0.5, epoch=1) or half != emitted(0.5, seed=1)
+    # Over many epochs about half the idle windows are kept each time.
+    idle_count = len(everything - active)
+    kept = [len(emitted(0.5, epoch=e) - active) for e in range(40)]
+    assert 0.35 * idle_count < sum(kept) / len(kept) < 0.65 * idle_count
+    # Without activity known (idle=None) every window plays.
+    assert len([r for p in epoch_plan(COUNTS, 0, 0, 0, idle_keep=0.0) for r in p.emission]) == sum(COUNTS)
+    with pytest.raises(ValueError, match="idle_keep"):
+        epoch_plan(COUNTS, 0, 0, 0, idle=idle, idle_keep=1.5)

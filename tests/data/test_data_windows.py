@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hoi4_arena.data.decode import DecisionSample
-from hoi4_arena.data.windows import cut_windows, needed_decisions, plan_spans
+from hoi4_arena.data.windows import cut_windows, idle_spans, needed_decisions, plan_spans
 
 
 @pytest.mark.parametrize("decisions", [1, 5, 16, 17, 40, 63])
@@ -107,3 +107,15 @@ def test_decisions_out_of_order_are_refused() -> None:
     spans = plan_spans(4, 2)
     with pytest.raises(ValueError, match="in order"):
         list(cut_windows(iter([sample(0), sample(2)]), spans, "s"))
+
+
+@pytest.mark.parametrize(("window", "lead_in"), [(16, 0), (8, 4), (1, 0)])
+def test_idle_spans_are_those_whose_region_holds_no_input(window: int, lead_in: int) -> None:
+    active = (0, 9, 10, 33, 34, 35, 61)
+    spans = plan_spans(62, window, lead_in)
+    idle = idle_spans(spans, active)
+    for i, span in enumerate(spans):
+        # Activity in the lead-in (before the region) or after it does not count.
+        assert (i in idle) == (not any(span.first <= d < span.stop for d in active))
+    assert idle_spans(spans, None) == frozenset()  # unknown activity: nothing is idle
+    assert idle_spans(spans, ()) == frozenset(range(len(spans)))

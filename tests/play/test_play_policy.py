@@ -110,9 +110,12 @@ def test_the_session_holds_exactly_the_decisions_the_policy_made(tmp_path: Path)
 def test_point_and_deterministic_modes_play_and_say_so(tiny_checkpoint: Path, tmp_path: Path) -> None:
     for flag in ("point", "deterministic"):
         out = tmp_path / flag
-        summary = run_play_policy(config(tiny_checkpoint, out, games=1, record=False, **{flag: True}))
+        summary = run_play_policy(
+            config(tiny_checkpoint, out, games=1, record=False, reset_memory=4, **{flag: True})
+        )
         row = rows_of(out)[0]
         assert row["mode"] == summary["mode"] == flag and row["session"] is None and row["valid"]
+        assert summary["settings"]["reset_memory"] == 4
         assert not [p for p in out.iterdir() if p.is_dir()]
 
 
@@ -138,6 +141,13 @@ def test_resume_skips_finished_games_and_replaces_an_unfinished_session(
     assert again["skipped"] == 2 and again["this_run"]["games"] == 0 and rows_of(out) == rows
     with pytest.raises(UserError, match="other settings.*max_days"):
         run_play_policy(config(tiny_checkpoint, out, games=2, max_days=6))
+    with pytest.raises(UserError, match="other settings.*reset_memory: 0 there, 16 now"):
+        run_play_policy(config(tiny_checkpoint, out, games=2, reset_memory=16))
+    # A play.json written before reset_memory existed resumes as a run without it.
+    stored = json.loads((out / "play.json").read_text())
+    del stored["settings"]["reset_memory"]
+    (out / "play.json").write_text(json.dumps(stored))
+    assert run_play_policy(config(tiny_checkpoint, out, games=2))["skipped"] == 2
     with pytest.raises(UserError, match="other settings.*random"):
         run_play_policy(config("random", out, games=2))
 
@@ -205,6 +215,8 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
         (dict(size=(360, 360)), "16:9"),
         (dict(arena="moon"), "moon"),
         (dict(point=True), "random policy only samples"),
+        (dict(reset_memory=8), "random policy only samples"),
+        (dict(reset_memory=-1), "--reset-memory"),
     ):
         with pytest.raises(UserError, match=message):
             config("random", tmp_path / "x", **bad)

@@ -132,3 +132,39 @@ def test_bad_settings_and_names(tiny_checkpoint: Path) -> None:
         PolicyPlayer(tiny_checkpoint, temperature=-1)
     assert checkpoint_name(tiny_checkpoint) == "ckpt/tiny"
     assert PolicyPlayer(tiny_checkpoint, name="mine").name == "mine"
+
+
+@pytest.mark.parametrize("mode", ["sample", "deterministic"])
+def test_reset_memory_starts_the_memory_afresh_every_n_decisions(tiny_checkpoint: Path, mode: str) -> None:
+    layout = ViewLayout.named("cpu")
+    screens = [random_views(layout, seed) for seed in range(7)]
+    carried = PolicyPlayer(tiny_checkpoint, mode=mode)
+    every3 = PolicyPlayer(tiny_checkpoint, mode=mode, reset_memory=3)
+    hidden = []
+    for player in (carried, every3):
+        player.reset(4)
+        hidden.append([])
+        for views in screens:
+            player.decide(views, 5, (512, 512))
+            hidden[-1].append(player._state.hidden.clone())
+    # The first three decisions are the same; the fourth starts from a fresh memory in `every3` only.
+    for k in range(3):
+        assert torch.equal(hidden[0][k], hidden[1][k])
+    assert not torch.equal(hidden[0][3], hidden[1][3])
+    # Decision 3 of `every3` is what a fresh memory with the previous action kept gives.
+    policy = every3.policy
+    fresh = PolicyPlayer(tiny_checkpoint, mode=mode)
+    fresh.reset(4)
+    for views in screens[:3]:
+        previous = fresh.decide(views, 5, (512, 512))
+    fresh._state = type(fresh._state)(policy.initial_state(1).hidden, torch.as_tensor(previous)[None])
+    fresh._generator = torch.Generator().manual_seed(4)
+    replay = PolicyPlayer(tiny_checkpoint, mode=mode, reset_memory=3)
+    replay.reset(4)
+    for views in screens[:3]:
+        replay.decide(views, 5, (512, 512))
+    fresh._generator.set_state(replay._generator.get_state())
+    assert np.array_equal(fresh.decide(screens[3], 5, (512, 512)), replay.decide(screens[3], 5, (512, 512)))
+    torch.testing.assert_close(fresh._state.hidden, replay._state.hidden, rtol=0, atol=0)
+    with pytest.raises(UserError, match="reset-memory"):
+        PolicyPlayer(tiny_checkpoint, reset_memory=-1)

@@ -42,7 +42,7 @@ import numpy as np
 from hoi4_arena.data.decode import DecodeSettings, decode_session
 from hoi4_arena.data.shuffle import WindowRef, WorkerPlan, epoch_plan, ordered_plan
 from hoi4_arena.data.sources import SessionSource
-from hoi4_arena.data.windows import Window, cut_windows, needed_decisions, plan_spans
+from hoi4_arena.data.windows import Window, cut_windows, idle_spans, needed_decisions, plan_spans
 from hoi4_arena.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,9 @@ class DataSettings:
     """Sessions each stream plays at once."""
     shuffle_windows: int = 64
     """Windows in each stream's shuffle buffer."""
+    idle_windows: float = 1.0
+    """Share of the windows without any input in their region that an epoch plays (a seeded draw per
+    epoch); every window with input is played. 1 plays them all."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -76,6 +79,8 @@ class DataSettings:
                 raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.lead_in < 0:
             raise UserError(f"lead_in must be >= 0, got {self.lead_in}")
+        if not 0 <= self.idle_windows <= 1:
+            raise UserError(f"idle_windows must lie in 0..1, got {self.idle_windows}")
 
     def spans(self, session: SessionSource) -> list:
         return plan_spans(session.decisions, self.window, self.lead_in)
@@ -216,13 +221,19 @@ class WindowLoader:
     # --- plans ---
 
     def plan(self, sessions: list[SessionSource], epoch: int) -> list[WorkerPlan]:
+        spans = [self.settings.spans(s) for s in sessions]
+        idle = None
+        if self.settings.idle_windows < 1:
+            idle = [idle_spans(plan, s.active) for plan, s in zip(spans, sessions, strict=True)]
         return epoch_plan(
-            [len(self.settings.spans(s)) for s in sessions],
+            [len(plan) for plan in spans],
             self.workers,
             self.settings.seed,
             epoch,
             open_sessions=self.settings.open_sessions,
             buffer=self.settings.shuffle_windows,
+            idle=idle,
+            idle_keep=self.settings.idle_windows,
         )
 
     def batches_in_epoch(self, sessions: list[SessionSource], epoch: int) -> int:

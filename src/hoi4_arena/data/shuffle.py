@@ -2,6 +2,10 @@
 the shuffle buffer, all decided before any frame is decoded.
 
 For epoch e of a run seeded s:
+0. With `idle_keep` < 1, windows whose region holds no input (`idle`) are thinned: each is kept with
+   probability `idle_keep` by a draw seeded (s, e), one per window in a fixed order, so an epoch keeps
+   every window with activity and another seeded share of the idle ones; every other step plays only
+   the kept windows.
 1. The sessions are permuted by a generator seeded (s, e) and dealt to the workers in turn: worker w
    plays sessions w, w + W, w + 2W, ... of the permutation, so every window is read once per epoch.
 2. Each worker keeps `open_sessions` sessions playing at once; each step a seeded draw picks which of
@@ -10,7 +14,8 @@ For epoch e of a run seeded s:
 3. Produced windows enter a shuffle buffer of `buffer` windows; once it is full, each new window pushes
    out a uniformly drawn one. This is the *emission* order, cut into batches of `batch` windows.
 
-Because the plan depends only on the seed, the epoch, the sessions' window counts and these settings,
+Because the plan depends only on the seed, the epoch, the sessions' window counts (and which windows
+are idle) and these settings,
 it is the same in every run: a worker process and the training thread compute the same plan, a
 resumed run skips exactly the batches it had used, and the emitted order is the same for the same
 seed. The executor (loader.py) follows the plan, decoding each session once.
@@ -97,6 +102,29 @@ def shuffle_buffer(production: list[WindowRef], size: int, rng: np.random.Genera
     return out
 
 
+def kept_spans(
+    spans_per_session: list[int],
+    idle: list[frozenset[int]] | None,
+    idle_keep: float,
+    seed: int,
+    epoch: int,
+) -> dict[int, list[int]]:
+    """Each session's span indices an epoch plays: all of them, or with `idle_keep` < 1 every span not in
+    `idle[session]` and a seeded share of those that are (one draw per span, sessions in order)."""
+    if not 0 <= idle_keep <= 1:
+        raise ValueError(f"idle_keep must lie in 0..1, got {idle_keep}")
+    if idle is None or idle_keep >= 1:
+        return {s: list(range(n)) for s, n in enumerate(spans_per_session)}
+    if len(idle) != len(spans_per_session):
+        raise ValueError(f"idle spans for {len(idle)} sessions, window counts for {len(spans_per_session)}")
+    rng = _generator(seed, epoch, 0x1D1E)
+    kept = {}
+    for s, n in enumerate(spans_per_session):
+        draws = rng.random(n)
+        kept[s] = [i for i in range(n) if i not in idle[s] or draws[i] < idle_keep]
+    return kept
+
+
 def epoch_plan(
     spans_per_session: list[int],
     workers: int,
@@ -105,12 +133,18 @@ def epoch_plan(
     *,
     open_sessions: int = 4,
     buffer: int = 64,
+    idle: list[frozenset[int]] | None = None,
+    idle_keep: float = 1.0,
 ) -> list[WorkerPlan]:
-    """The shuffled plan of a training epoch for `max(workers, 1)` streams (see the module docstring)."""
+    """The shuffled plan of a training epoch for `max(workers, 1)` streams (see the module docstring).
+
+    `idle[s]` holds the span indices of session s whose region holds no input; with `idle_keep` < 1 only
+    that share of them (seeded by seed and epoch) is played.
+    """
     streams = max(workers, 1)
     if open_sessions < 1 or buffer < 1:
         raise ValueError(f"open_sessions and buffer must be >= 1, got {open_sessions} and {buffer}")
-    spans = {s: list(range(n)) for s, n in enumerate(spans_per_session)}
+    spans = kept_spans(spans_per_session, idle, idle_keep, seed, epoch)
     plans = []
     for w, share in enumerate(deal_sessions(len(spans_per_session), streams, seed, epoch)):
         rng = _generator(seed, epoch, w + 1)

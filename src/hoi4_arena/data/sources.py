@@ -3,8 +3,8 @@
 `find_sessions(data_dir, sources, layout)` walks the folder with `sessions.splits.iter_sessions`
 (incomplete sessions are skipped there with a warning; `splits.json` overrides manifest splits), keeps
 the sources asked for, opens each session once to validate it and count its decisions without decoding
-(`SessionReader.windows()`), and sorts them into the `train` and `val` splits (whole sessions; `test`
-is left alone). A session that cannot be read, whose screen is too small for the layout or that holds
+(`SessionReader.windows()`; which decisions hold any input is read there too, from inputs.jsonl and
+frames.jsonl), and sorts them into the `train` and `val` splits (whole sessions; `test` is left alone). A session that cannot be read, whose screen is too small for the layout or that holds
 no decision is skipped with a warning that says why. No usable training session at all is a
 `UserError` that counts what was found and why it was not used.
 
@@ -43,6 +43,9 @@ class SessionSource:
     split: str
     decisions: int
     """200 ms decisions the session holds (counted from its logs, without decoding)."""
+    active: tuple[int, ...] | None = None
+    """Indices of the decisions that hold any recorded input (None: not known, every window counts as
+    active); the loader's `idle_windows` keeps only a share of the windows without any."""
 
 
 @dataclass
@@ -94,7 +97,9 @@ def find_sessions(
         try:
             reader = SessionReader(entry.path)
             view_layout.check_screen(reader.size)
-            decisions = len(reader.windows().windows)
+            windows = reader.windows().windows
+            decisions = len(windows)
+            active = tuple(window.index for window in windows if window.events)
         except (UserError, ValueError) as error:
             log.warning("skipping session %s: %s", entry.path, error)
             data.skipped.append({"path": str(entry.path), "reason": str(error)})
@@ -103,7 +108,7 @@ def find_sessions(
             log.warning("skipping session %s: it holds no 200 ms decision", entry.path)
             data.skipped.append({"path": str(entry.path), "reason": "no decision"})
             continue
-        found = SessionSource(str(entry.path), entry.id, entry.manifest.source, entry.split, decisions)
+        found = SessionSource(str(entry.path), entry.id, entry.manifest.source, entry.split, decisions, active)
         (data.train if entry.split == "train" else data.val).append(found)
     if not data.train:
         parts = [f"{len(folders)} session folder(s)"]

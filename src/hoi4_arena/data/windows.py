@@ -61,6 +61,17 @@ def plan_spans(decisions: int, window: int, lead_in: int = 0) -> list[Span]:
     return spans
 
 
+def idle_spans(spans: list[Span], active: tuple[int, ...] | None) -> frozenset[int]:
+    """Indices of the spans whose region holds none of the `active` decisions (none when not known)."""
+    if active is None:
+        return frozenset()
+    marks = np.zeros(max((span.stop for span in spans), default=0) + 1, np.int64)
+    index = np.asarray([d for d in active if d < len(marks) - 1], np.int64)
+    np.add.at(marks, index + 1, 1)
+    before = np.cumsum(marks)  # before[d]: active decisions before decision d
+    return frozenset(i for i, span in enumerate(spans) if before[span.stop] == before[span.first])
+
+
 @dataclass
 class Window:
     """One training window's arrays; leading dim L = lead_in + window decisions."""

@@ -70,6 +70,8 @@ SIDES = ("BLU", "RED", "alternate")
 HOURS_PER_SECOND = (1, 3, 6, 12, 24)  # the game speeds of HOI4 and the simulator (sim/clock.py)
 RECORD_HZ = 5.0  # one frame per decision: the recording's frames are the decisions' anchors
 RANDOM = "random"
+ADDED_SETTINGS = {"reset_memory": 0}
+"""Settings added after play.json files were first written, with the value the games were played with."""
 
 
 class Player(Protocol):
@@ -110,6 +112,8 @@ class PlayConfig:
     """Argmax everywhere: the likeliest kind, and each move on its likeliest spot."""
     temperature: float = 1.0
     """Sampling temperature of the kinds (and, without --point, of the pointer)."""
+    reset_memory: int = 0
+    """Start the policy's memory afresh every N decisions, as train-bc's windows of N do (0: never)."""
     game: str = "sim"
     """sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb, real time."""
     size: tuple[int, int] = (540, 960)
@@ -142,6 +146,7 @@ class PlayConfig:
             ("--max-days", self.max_days, 1),
             ("--max-decisions", self.max_decisions, 0),
             ("--threads", self.threads, 0),
+            ("--reset-memory", self.reset_memory, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
@@ -157,9 +162,10 @@ class PlayConfig:
             raise UserError(f"--ai-strength must lie in 0..1, not {self.ai_strength!r}")
         if self.codec not in ("x264", "ffv1"):
             raise UserError(f"--codec must be x264 or ffv1, not {self.codec!r}")
-        if self.checkpoint == RANDOM and (self.point or self.deterministic):
+        if self.checkpoint == RANDOM and (self.point or self.deterministic or self.reset_memory):
             raise UserError(
-                "--point and --deterministic are for a checkpoint: the random policy only samples"
+                "--point, --deterministic and --reset-memory are for a checkpoint: the random policy "
+                "only samples, and has no memory"
             )
         height, width = self.size
         if (
@@ -227,7 +233,13 @@ def make_player(config: PlayConfig) -> tuple[Player, dict[str, Any]]:
     path = Path(config.checkpoint)
     if not path.is_file():
         raise UserError(f"checkpoint {path} does not exist (give a checkpoint file, or the word random)")
-    player = PolicyPlayer(path, mode=config.mode, temperature=config.temperature, name=config.name)
+    player = PolicyPlayer(
+        path,
+        mode=config.mode,
+        temperature=config.temperature,
+        name=config.name,
+        reset_memory=config.reset_memory,
+    )
     try:
         player.layout.check_screen(config.size)
     except ValueError as error:
@@ -241,6 +253,7 @@ def make_player(config: PlayConfig) -> tuple[Player, dict[str, Any]]:
         "sha256": _file_digest(path),
         "mode": config.mode,
         "temperature": config.temperature if config.mode != "deterministic" else None,
+        "reset_memory": config.reset_memory,
         "layout": player.layout_version,
     }
     return player, identity
@@ -410,10 +423,11 @@ def _open_out(config: PlayConfig, settings: dict[str, Any]) -> dict[int, GameRes
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise UserError(f"{stored_path} is not a play-policy settings file ({error})") from None
         # The checkpoint is known by its bytes (sha256): the same file by another path is the same run.
+        # A setting added since a run was stored counts as its default (reset_memory 0).
         changed = [
-            f"{k}: {stored.get(k)!r} there, {v!r} now"
+            f"{k}: {stored.get(k, ADDED_SETTINGS.get(k))!r} there, {v!r} now"
             for k, v in settings.items()
-            if stored.get(k) != v and not (k == "checkpoint" and "sha256" in settings)
+            if stored.get(k, ADDED_SETTINGS.get(k)) != v and not (k == "checkpoint" and "sha256" in settings)
         ]
         if changed:
             raise UserError(

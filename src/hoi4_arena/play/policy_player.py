@@ -10,6 +10,11 @@ decision at a time, batch 1, on the CPU:
   encoders the last 8 global views, the first one repeated before the game's start, as the training
   windows do), runs the policy and carries its state.
 
+`reset_memory` N > 0 starts the memory afresh (zeros, the previous action kept) before decisions N,
+2N, ... of a game. train-bc scores windows of `--window` decisions that each start from a fresh memory
+at decision 0, window, 2 * window, ... of a session, so with N = window the memory at play never runs
+longer than it did in training; 0 carries it over the whole game.
+
 Modes:
 
 - `sample` (the default): `Policy.act` at `temperature`, every factor sampled (kind, cell, column, row);
@@ -113,11 +118,14 @@ class PolicyPlayer:
         mode: str = "sample",
         temperature: float = 1.0,
         name: str | None = None,
+        reset_memory: int = 0,
     ) -> None:
         if mode not in MODES:
             raise UserError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if not (isinstance(temperature, int | float) and temperature >= 0):
             raise UserError(f"--temperature must be >= 0, not {temperature!r}")
+        if isinstance(reset_memory, bool) or not isinstance(reset_memory, int) or reset_memory < 0:
+            raise UserError(f"--reset-memory must be a whole number >= 0, not {reset_memory!r}")
         self.path = Path(path)
         checkpoint = load_checkpoint(self.path)
         self.checkpoint = checkpoint
@@ -128,9 +136,11 @@ class PolicyPlayer:
         self.layout_version: str = checkpoint.layout["version"]
         self.mode = mode
         self.temperature = float(temperature)
+        self.reset_memory = reset_memory
         self.name = name or checkpoint_name(self.path)
         self._generator = torch.Generator().manual_seed(0)
         self._state: PolicyState | None = None
+        self._decisions = 0  # of this game, for reset_memory
         self._clip: collections.deque[np.ndarray] = collections.deque(maxlen=self.layout.clip)
 
     def describe(self) -> dict[str, Any]:
@@ -139,6 +149,7 @@ class PolicyPlayer:
             "checkpoint": str(self.path),
             "mode": self.mode,
             "temperature": self.temperature,
+            "reset_memory": self.reset_memory,
             "encoder": self.config.encoder,
             "layout": self.checkpoint.layout,
             "provenance": self.checkpoint.provenance,
@@ -147,6 +158,7 @@ class PolicyPlayer:
     def reset(self, seed: int) -> None:
         self._generator = torch.Generator().manual_seed(int(seed))
         self._state = None
+        self._decisions = 0
         self._clip.clear()
 
     def observation(self, views: dict[str, np.ndarray], speed: int, pointer: tuple[int, int]) -> Observation:
@@ -164,6 +176,9 @@ class PolicyPlayer:
             raise ValueError("a policy needs the capture's views")
         obs = self.observation(views, speed, pointer)
         state = self._state or self.policy.initial_state(1)
+        if self.reset_memory and self._decisions and self._decisions % self.reset_memory == 0:
+            state = PolicyState(self.policy.initial_state(1).hidden, state.previous)
+        self._decisions += 1
         if self.mode == "sample":
             tokens, self._state = self.policy.act(
                 obs, state, temperature=self.temperature, generator=self._generator

@@ -286,6 +286,7 @@ def train_bc(
         clip=policy_config.sizes.clip if policy_config.reads_clip else 1,
         open_sessions=config.open_sessions,
         shuffle_windows=config.shuffle_windows,
+        idle_windows=config.idle_windows,
         seed=config.seed,
     )
     val_refs = sample_refs([len(settings.spans(s)) for s in data.val], config.val_windows, config.seed)

@@ -84,6 +84,8 @@ class BCConfig:
     """Windows in each data stream's shuffle buffer."""
     val_windows: int = 256
     """Held-out windows scored after each epoch, a fixed seeded sample (0: all)."""
+    idle_windows: float = 1.0
+    """Share of the training windows without any input that each epoch plays, a seeded draw (1: all)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(self.sources))
@@ -100,6 +102,8 @@ class BCConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise UserError(f"{name} must be a finite number >= 0, got {value!r}")
+        if not (isinstance(self.idle_windows, int | float) and 0 <= self.idle_windows <= 1):
+            raise UserError(f"idle_windows must lie in 0..1, got {self.idle_windows!r}")
         if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
             raise UserError(f"lr must be a positive number, got {self.lr!r}")
         if self.device != "auto" and self.device != "cpu" and not self.device.startswith("cuda"):
