@@ -290,7 +290,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 def player_record(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """One player's results: wins, draws, losses with a Wilson interval, and setup completion."""
-    from hoi4_arena.evaluation.statistics import wilson
+    from hoi4_arena.results import wilson
 
     valid = [r for r in rows if r.get("valid")]
     wins = sum(r["outcome"] == "win" for r in valid)

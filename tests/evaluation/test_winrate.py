@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.evaluation.results import GameResult, append_result, read_results
 from hoi4_arena.evaluation.winrate import summarize, win_rate
+from hoi4_arena.results import GameResult, append_result, read_results
 
 
 def _write(path: Path, rows: list[dict]) -> Path:

@@ -18,10 +18,10 @@ import pytest
 import torch
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.evaluation.results import read_results
 from hoi4_arena.evaluation.winrate import win_rate
 from hoi4_arena.play.play_policy import PlayConfig, play_game, run_play_policy, sampling_seed
 from hoi4_arena.play.random_policy import RandomPolicy
+from hoi4_arena.results import read_results
 from hoi4_arena.screen.lattice import to_lattice, to_pixel
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.tokens import MOVE

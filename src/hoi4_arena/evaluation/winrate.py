@@ -12,8 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.evaluation.results import GameResult, read_results
-from hoi4_arena.evaluation.statistics import wilson
+from hoi4_arena.results import GameResult, read_results, wilson
 
 GROUPINGS = ("overall", "side", "arena", "strategy")
 

@@ -49,11 +49,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.evaluation.results import GameResult, append_result, read_results
-from hoi4_arena.evaluation.statistics import wilson
 from hoi4_arena.gamelog import SETUP_STEPS, setup_milestones
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.presets import PRESETS
+from hoi4_arena.results import GameResult, append_result, read_results, wilson
 from hoi4_arena.screen.lattice import to_lattice
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match

@@ -46,11 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.evaluation.results import GameResult, append_result, read_results
-from hoi4_arena.evaluation.statistics import wilson
 from hoi4_arena.gamelog import ArenaState, parse_line, setup_milestones
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.presets import PRESETS
+from hoi4_arena.results import GameResult, append_result, read_results, wilson
 from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
 from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerError
 from hoi4_arena.sim.headless import MIN_SIZE, arena_of

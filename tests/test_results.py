@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hoi4_arena.evaluation.statistics import wilson
+from hoi4_arena.results import wilson
 
 # Reference values: the Wilson score interval at 95% as published tables and R's
 # binom::binom.confint(x, n, method = "wilson") give them.
