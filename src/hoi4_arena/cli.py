@@ -541,6 +541,7 @@ def train_bc_command(
     shuffle_windows: Annotated[int, typer.Option("--shuffle-windows", help=_BC["shuffle_windows"])] = 64,
     val_windows: Annotated[int, typer.Option("--val-windows", help=_BC["val_windows"])] = 256,
     idle_windows: Annotated[float, typer.Option("--idle-windows", help=_BC["idle_windows"])] = 1.0,
+    hold_gb: Annotated[float, typer.Option("--hold-gb", help=_BC["hold_gb"])] = 4.0,
     resume: Annotated[
         bool,
         typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
@@ -591,6 +592,7 @@ def train_bc_command(
         shuffle_windows=shuffle_windows,
         val_windows=val_windows,
         idle_windows=idle_windows,
+        hold_gb=hold_gb,
     )
     config = _BCConfig(**settings)
     # With --resume only the options given on the command line count as changes to the stored run.

@@ -153,3 +153,52 @@ def test_idle_windows_keep_every_window_with_input_and_a_seeded_share_of_the_res
         other_epoch = set(by_key(collect(loader, sessions, epoch=1)))
     every = {(s.id, d) for s in sessions for d in range(s.decisions)}
     assert keys < first < every and first == again and first != other_epoch
+
+
+def same_batches(a: list, b: list) -> bool:
+    """The same batches in the same order, with the same positions and bytes."""
+    if [(x.keys, w) for x, w in a] != [(y.keys, w) for y, w in b]:
+        return False
+    return all(
+        x.arrays[k].dtype == y.arrays[k].dtype and x.arrays[k].tobytes() == y.arrays[k].tobytes()
+        for (x, _), (y, _) in zip(a, b, strict=True)
+        for k in x.arrays
+    )
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_held_data_give_exactly_the_batches_streaming_gives(sessions, workers: int) -> None:
+    thinned = dataclasses.replace(SETTINGS, idle_windows=0.5)
+    with WindowLoader(thinned, workers) as streaming:
+        expected = [collect(streaming, sessions, epoch) for epoch in (0, 1)]
+        resumed_from = expected[1][1][1]
+        expected_resumed = collect(streaming, sessions, 1, resumed_from)
+        refs = [WindowRef(0, 1), WindowRef(2, 0), WindowRef(2, 3)]
+        expected_ordered = list(streaming.ordered(sessions, refs))
+    held = dataclasses.replace(thinned, hold_gb=0.5)
+    with WindowLoader(held, workers) as loader:
+        counted: list[int] = []
+        assert loader.hold(sessions, on_batch=counted.append)
+        assert sum(counted) == 5 + 4 + 5 and loader.held_bytes > 0
+        loader.close()  # from here on no worker may be needed: nothing decodes
+        loader._start = lambda: pytest.fail("a held epoch started a worker")  # type: ignore[method-assign]
+        assert same_batches(collect(loader, sessions, 0), expected[0])
+        assert same_batches(collect(loader, sessions, 1), expected[1])
+        assert same_batches(collect(loader, sessions, 1, resumed_from), expected_resumed)
+        got = list(loader.ordered(sessions, refs))
+        assert same_batches([(b, 0) for b in got], [(b, 0) for b in expected_ordered])
+        assert loader.hold(sessions)  # held before: nothing to decode
+
+
+def test_data_too_large_to_hold_stream_as_before(sessions, caplog) -> None:
+    tiny = dataclasses.replace(SETTINGS, hold_gb=1e-6)  # about 1 kB
+    with WindowLoader(SETTINGS, 0) as streaming:
+        expected = collect(streaming, sessions)
+    with WindowLoader(tiny, 0) as loader, caplog.at_level(logging.WARNING):
+        assert not loader.hold(sessions)
+        assert "do not fit" in caplog.text and loader.held_bytes == 0
+        assert same_batches(collect(loader, sessions), expected)
+    with WindowLoader(SETTINGS, 0) as loader:
+        assert not loader.hold(sessions)  # hold_gb 0: never held
+    with pytest.raises(Exception, match="hold_gb"):
+        dataclasses.replace(SETTINGS, hold_gb=-1.0)

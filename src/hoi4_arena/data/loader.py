@@ -13,6 +13,12 @@ turn (stream 0, 1, ..., skipping streams that are done). Everything is decided b
   a resumed run needs: each stream skips what was used without computing its views, and the batches
   that follow are the ones an uninterrupted run would have seen.
 
+With `hold_gb` > 0 the loader can hold the data in memory: `hold(sessions)` decodes every window of
+those sessions once (the streams as above, in order) and keeps their arrays when they fit in that many
+GiB; from then on an epoch or an ordered pass over held sessions is put together from memory, without
+decoding, into exactly the batches, in exactly the order, that streaming would give. Training on a
+small data set for many epochs then pays for the video once.
+
 A session that fails while it plays (a corrupt video in the middle of a run) is skipped: the stream
 reports it (`SessionSkipped`, logged as a warning and listed in `skipped`) and carries on without that
 session's remaining windows. Workers are `spawn`ed processes (no torch in them: numpy, PyAV and the
@@ -71,6 +77,8 @@ class DataSettings:
     idle_windows: float = 1.0
     """Share of the windows without any input in their region that an epoch plays (a seeded draw per
     epoch); every window with input is played. 1 plays them all."""
+    hold_gb: float = 0.0
+    """`WindowLoader.hold` keeps every decoded window in memory when they fit in this many GiB (0: never)."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -81,6 +89,8 @@ class DataSettings:
             raise UserError(f"lead_in must be >= 0, got {self.lead_in}")
         if not 0 <= self.idle_windows <= 1:
             raise UserError(f"idle_windows must lie in 0..1, got {self.idle_windows}")
+        if not self.hold_gb >= 0:
+            raise UserError(f"hold_gb must be >= 0, got {self.hold_gb}")
 
     def spans(self, session: SessionSource) -> list:
         return plan_spans(session.decisions, self.window, self.lead_in)
@@ -217,6 +227,9 @@ class WindowLoader:
         self._results: list[Any] = []
         self._task_id = 0
         self._unfinished: set[int] = set()  # workers still busy with a task nobody reads any more
+        self._held: dict[tuple[str, int], dict[str, np.ndarray]] = {}  # (session id, span) -> arrays
+        self._held_sessions: set[str] = set()  # ids of sessions whose every window is held
+        self.held_bytes = 0
 
     # --- plans ---
 
@@ -238,6 +251,58 @@ class WindowLoader:
 
     def batches_in_epoch(self, sessions: list[SessionSource], epoch: int) -> int:
         return sum(p.batches(self.settings.batch) for p in self.plan(sessions, epoch))
+
+    # --- holding the data in memory ---
+
+    def hold(self, sessions: list[SessionSource], on_batch: Any = None) -> bool:
+        """Decode every window of `sessions` once and keep them in memory, if they fit in `hold_gb`.
+
+        Returns whether they are all held. `on_batch(windows)` is called as batches arrive (progress).
+        Sessions held before are not decoded again; data that would not fit is let go at once (a warning
+        says so) and those sessions stream as before.
+        """
+        limit = self.settings.hold_gb * 2**30
+        todo = [s for s in sessions if s.id not in self._held_sessions]
+        if not limit or not todo:
+            return bool(limit) and self._all_held(sessions)
+        refs = [WindowRef(i, span) for i, s in enumerate(todo) for span in range(len(self.settings.spans(s)))]
+        held: dict[tuple[str, int], dict[str, np.ndarray]] = {}
+        size = 0
+        plans = ordered_plan(refs, self.workers)
+        for batch, _ in self._round_robin(todo, plans, DataPosition(-1, tuple(0 for _ in plans))):
+            for row, key in enumerate(batch.keys):
+                held[key] = {name: array[row].copy() for name, array in batch.arrays.items()}
+            size += sum(array.nbytes for array in batch.arrays.values())
+            if self.held_bytes + size / len(held) * len(refs) > limit:
+                log.warning(
+                    "the data (about %.1f GiB) do not fit in hold_gb %.1f: every epoch decodes its video",
+                    (self.held_bytes + size / len(held) * len(refs)) / 2**30,
+                    self.settings.hold_gb,
+                )
+                if self._unfinished:
+                    self.close()  # the workers are still decoding the rest: stop them
+                return False
+            if on_batch is not None:
+                on_batch(len(batch))
+        self._held.update(held)
+        self.held_bytes += size
+        for s in todo:
+            if all((s.id, span) in held for span in range(len(self.settings.spans(s)))):
+                self._held_sessions.add(s.id)
+        return self._all_held(sessions)
+
+    def _all_held(self, sessions: list[SessionSource]) -> bool:
+        return all(s.id in self._held_sessions for s in sessions)
+
+    def _held_stream(
+        self, sessions: list[SessionSource], plan: WorkerPlan, start: int
+    ) -> Iterator[Batch | SessionSkipped]:
+        """One stream's batches from memory: what `run_plan` gives for the plan, without decoding."""
+        size = self.settings.batch
+        for first in range(start, len(plan.emission), size):
+            rows = [(sessions[r.session].id, r.span) for r in plan.emission[first : first + size]]
+            arrays = {name: np.stack([self._held[key][name] for key in rows]) for name in Window.ARRAYS}
+            yield Batch(rows, arrays, min(first + size, len(plan.emission)))
 
     # --- iteration ---
 
@@ -293,6 +358,8 @@ class WindowLoader:
     def _streams(
         self, sessions: list[SessionSource], plans: list[WorkerPlan], starts: tuple[int, ...]
     ) -> list[Iterator[Batch | SessionSkipped]]:
+        if self._held and self._all_held(sessions):
+            return [self._held_stream(sessions, plan, start) for plan, start in zip(plans, starts, strict=True)]
         if self.workers == 0:
             return [run_plan(sessions, self.settings, plans[0], starts[0])]
         if self._unfinished:

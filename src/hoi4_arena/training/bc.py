@@ -287,6 +287,7 @@ def train_bc(
         open_sessions=config.open_sessions,
         shuffle_windows=config.shuffle_windows,
         idle_windows=config.idle_windows,
+        hold_gb=config.hold_gb,
         seed=config.seed,
     )
     val_refs = sample_refs([len(settings.spans(s)) for s in data.val], config.val_windows, config.seed)
@@ -363,6 +364,14 @@ def train_bc(
 
     # --- the loop ---
     with loader, _stop_on_interrupt(flag), progress_bar() as bar:
+        if config.hold_gb:
+            everything = data.train + data.val
+            task = bar.add_task(
+                "reading the data into memory", total=sum(len(settings.spans(s)) for s in everything)
+            )
+            held = loader.hold(everything, on_batch=lambda count: bar.update(task, advance=count))
+            bar.update(task, description="data held in memory" if held else "data streamed (too large to hold)")
+            log.info("%s: %.2f GiB", "data held in memory" if held else "data not held", loader.held_bytes / 2**30)
         stop = over_budget()
         for epoch in range(position.epoch, config.epochs):
             if stop:

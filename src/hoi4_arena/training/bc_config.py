@@ -19,7 +19,7 @@ from hoi4_arena.errors import UserError
 
 # Fields a resumed run may change: they bound or pace the run, not what it computes (threads and
 # device may change the last bits of the arithmetic; the same ones reproduce a run exactly).
-RESUMABLE_CHANGES = ("epochs", "max_minutes", "max_steps", "save_every", "threads", "device")
+RESUMABLE_CHANGES = ("epochs", "max_minutes", "max_steps", "save_every", "threads", "device", "hold_gb")
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,9 @@ class BCConfig:
     """Held-out windows scored after each epoch, a fixed seeded sample (0: all)."""
     idle_windows: float = 1.0
     """Share of the training windows without any input that each epoch plays, a seeded draw (1: all)."""
+    hold_gb: float = 4.0
+    """Hold the decoded data in memory when it fits in this many GiB: later epochs read memory, not video,
+    and give the same batches (0: decode every epoch)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(self.sources))
@@ -102,6 +105,8 @@ class BCConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise UserError(f"{name} must be a finite number >= 0, got {value!r}")
+        if not (isinstance(self.hold_gb, int | float) and math.isfinite(self.hold_gb) and self.hold_gb >= 0):
+            raise UserError(f"hold_gb must be a finite number >= 0, got {self.hold_gb!r}")
         if not (isinstance(self.idle_windows, int | float) and 0 <= self.idle_windows <= 1):
             raise UserError(f"idle_windows must lie in 0..1, got {self.idle_windows!r}")
         if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
