@@ -75,8 +75,10 @@ def quickstart(
         int, typer.Option(help="Each evaluation game's time limit in days (a draw when reached).")
     ] = 365,
     seed: Annotated[int, typer.Option(help="Seed of the demonstrations and training (evaluation: +1000).")] = 0,
-    threads: Annotated[int, typer.Option(help="Torch CPU threads for training and play.")] = 1,
-    workers: Annotated[int, typer.Option(help="Background processes decoding video during training.")] = 1,
+    threads: Annotated[int, typer.Option(help="Torch CPU threads for training and play.")] = 2,
+    workers: Annotated[
+        int, typer.Option(help="Background processes decoding the demonstrations into memory before training.")
+    ] = 2,
 ) -> None:
     """From nothing to a learned agent: record scripted games, train, play the AI, report."""
     from hoi4_arena.quickstart import QuickstartConfig, run_quickstart

@@ -50,12 +50,19 @@ MIN_TRAIN_MINUTES = 0.2
 REPORT_MINUTES = 1.0
 """Reserved for the report (heat maps, pictures) when training's share is worked out."""
 
-# Behaviour cloning as measured best for a budget of minutes on a 2-core CPU (docs/learning.md): short
-# windows, most of the idle ones left out (their decisions teach only "do nothing"), a learning rate
-# that moves the pointer within hundreds of steps, chunks that recompute fewer, larger batches.
-BC_SETTINGS: dict[str, Any] = {"window": 8, "idle_windows": 0.1, "lr": 1e-3, "chunk": 16}
-# The learned policy plays as it trained: a fresh memory every training window, moves on the likeliest
-# point (kinds sampled).
+# Behaviour cloning as measured best for a budget of minutes on a 2-core CPU (docs/learning.md): a small
+# policy (about twice the steps of the default widths), short windows, most of the idle ones left out
+# (their decisions teach only "do nothing"), the demonstrations held in memory after one decode (later
+# epochs cost no video), chunks that recompute fewer activations.
+SMALL_POLICY = {"width": 16, "summary_dim": 128, "cell_dim": 32, "fovea_dim": 64, "hidden": 128, "head_dim": 128}
+BC_SETTINGS: dict[str, Any] = {
+    "window": 8,
+    "idle_windows": 0.1,
+    "lr": 1e-3,
+    "chunk": 16,
+    "hold_gb": 12.0,
+    "policy": SMALL_POLICY,
+}
 PLAY_SETTINGS: dict[str, Any] = {"point": True, "reset_memory": BC_SETTINGS["window"]}
 
 
@@ -85,10 +92,10 @@ class QuickstartConfig:
     """Each evaluation game's time limit in days (a draw when reached)."""
     seed: int = 0
     """Seed of the demonstrations (game i plays seed + i) and of training; evaluation uses seed + 1000."""
-    threads: int = 1
-    """Torch CPU threads for training and play (1 is fastest on a busy 2-core machine)."""
-    workers: int = 1
-    """Background processes decoding the demonstrations during training."""
+    threads: int = 2
+    """Torch CPU threads for training and play."""
+    workers: int = 2
+    """Background processes decoding the demonstrations into memory before training."""
     eval_seconds_per_game: float = 25.0
     """Wall seconds reserved per game of the learned policy when the training budget is worked out."""
     progress: bool = True
@@ -426,7 +433,10 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
 
 
 def _settings_text(settings: dict[str, Any]) -> str:
-    return ", ".join(f"{key.replace('_', '-')} {value}" for key, value in settings.items())
+    def text(value: Any) -> str:
+        return " ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+
+    return ", ".join(f"{key.replace('_', '-')} {text(value)}" for key, value in settings.items())
 
 
 def _pct(row: dict[str, Any]) -> str:
