@@ -96,7 +96,7 @@ class QuickstartConfig:
     """Torch CPU threads for training and play."""
     workers: int = 2
     """Background processes decoding the demonstrations into memory before training."""
-    eval_seconds_per_game: float = 25.0
+    eval_seconds_per_game: float = 30.0
     """Wall seconds reserved per game of the learned policy when the training budget is worked out."""
     progress: bool = True
 
