@@ -66,7 +66,7 @@ def quickstart(
     ] = 20.0,
     arena: Annotated[str, typer.Option(help="Arena preset (its map of seed 0) or preset:seed.")] = "plains",
     games: Annotated[int, typer.Option(help="Evaluation games per player (learned, scripted, random).")] = 10,
-    demo_games: Annotated[int, typer.Option(help="Scripted games recorded as demonstrations.")] = 48,
+    demo_games: Annotated[int, typer.Option(help="Scripted games recorded as demonstrations.")] = 96,
     demo_max_days: Annotated[
         int, typer.Option(help="Each demonstration's time limit in days (a draw when reached).")
     ] = 30,
@@ -655,6 +655,12 @@ def play_policy_command(
     reset_memory: Annotated[
         int, typer.Option("--reset-memory", help="Start the memory afresh every N decisions (0: never).")
     ] = 0,
+    follow_through: Annotated[
+        bool,
+        typer.Option(
+            "--follow-through", help="With --point: once a decision acts, its later slots take the likeliest kinds."
+        ),
+    ] = False,
     game: Annotated[
         str, typer.Option("--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb).")
     ] = "sim",
@@ -693,6 +699,7 @@ def play_policy_command(
         deterministic=deterministic,
         temperature=temperature,
         reset_memory=reset_memory,
+        follow_through=follow_through,
         game=game,
         size=parse_size(size),
         speed=speed,

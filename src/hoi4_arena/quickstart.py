@@ -63,7 +63,9 @@ BC_SETTINGS: dict[str, Any] = {
     "hold_gb": 12.0,
     "policy": SMALL_POLICY,
 }
-PLAY_SETTINGS: dict[str, Any] = {"point": True, "reset_memory": BC_SETTINGS["window"]}
+# The learned policy plays as it trained: a fresh memory every training window; each move on its
+# likeliest point; whether to act sampled, and an action, once begun, completed with its likeliest kinds.
+PLAY_SETTINGS: dict[str, Any] = {"point": True, "reset_memory": BC_SETTINGS["window"], "follow_through": True}
 
 
 @dataclass
@@ -78,7 +80,7 @@ class QuickstartConfig:
     """Arena preset (its map of seed 0) or preset:seed: every game of the run plays this map."""
     games: int = 10
     """Evaluation games per player (learned, scripted, random), on the same seeds, sides alternating."""
-    demo_games: int = 48
+    demo_games: int = 96
     """Scripted games recorded as demonstrations."""
     demo_max_days: int = 30
     """Each demonstration's time limit in days (a draw when reached); evaluation games use max_days."""

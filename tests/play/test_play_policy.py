@@ -111,11 +111,20 @@ def test_point_and_deterministic_modes_play_and_say_so(tiny_checkpoint: Path, tm
     for flag in ("point", "deterministic"):
         out = tmp_path / flag
         summary = run_play_policy(
-            config(tiny_checkpoint, out, games=1, record=False, reset_memory=4, **{flag: True})
+            config(
+                tiny_checkpoint,
+                out,
+                games=1,
+                record=False,
+                reset_memory=4,
+                follow_through=flag == "point",
+                **{flag: True},
+            )
         )
         row = rows_of(out)[0]
         assert row["mode"] == summary["mode"] == flag and row["session"] is None and row["valid"]
         assert summary["settings"]["reset_memory"] == 4
+        assert summary["settings"]["follow_through"] is (flag == "point")
         assert not [p for p in out.iterdir() if p.is_dir()]
 
 
@@ -217,6 +226,7 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
         (dict(point=True), "random policy only samples"),
         (dict(reset_memory=8), "random policy only samples"),
         (dict(reset_memory=-1), "--reset-memory"),
+        (dict(follow_through=True), "random policy only samples"),
     ):
         with pytest.raises(UserError, match=message):
             config("random", tmp_path / "x", **bad)

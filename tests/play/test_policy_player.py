@@ -14,7 +14,7 @@ from hoi4_arena.models import Policy, PolicyConfig
 from hoi4_arena.models.policy import Observation
 from hoi4_arena.play.policy_player import PolicyPlayer, checkpoint_name, decode_pointing
 from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.tokens import MOVE, Tokens
+from hoi4_arena.screen.tokens import MOVE, NOOP_TOKEN, Tokens
 
 
 def random_views(layout: ViewLayout, seed: int) -> dict[str, np.ndarray]:
@@ -168,3 +168,31 @@ def test_reset_memory_starts_the_memory_afresh_every_n_decisions(tiny_checkpoint
     torch.testing.assert_close(fresh._state.hidden, replay._state.hidden, rtol=0, atol=0)
     with pytest.raises(UserError, match="reset-memory"):
         PolicyPlayer(tiny_checkpoint, reset_memory=-1)
+
+
+def test_follow_through_completes_an_action_with_the_likeliest_kinds(tiny_checkpoint: Path) -> None:
+    player = PolicyPlayer(tiny_checkpoint, mode="point", follow_through=True)
+    policy = player.policy
+    acting = 0
+    for seed in range(12):
+        obs = obs_of(policy, seed)
+        state = policy.initial_state(1)
+        generator = torch.Generator().manual_seed(seed)
+        # A hot temperature makes the first slots act often, so later slots are decided by the rule.
+        tokens, _ = decode_pointing(
+            policy, obs, state, temperature=3.0, generator=generator, follow_through=True
+        )
+        with torch.no_grad():
+            seen, _, context = policy._observe(obs, state)
+            likeliest = policy.head.score(context, seen.cells, tokens).kind_pred[0]
+        kinds = tokens[0, :, 0]
+        acted = (kinds != NOOP_TOKEN[0]).nonzero()
+        if len(acted) == 0:
+            continue
+        first = int(acted[0])
+        acting += first < len(kinds) - 1
+        # Every slot after the first one that acts holds the head's likeliest kind given the slots before.
+        assert torch.equal(kinds[first + 1 :], likeliest[first + 1 :])
+    assert acting >= 3  # the rule was exercised
+    with pytest.raises(UserError, match="--point"):
+        PolicyPlayer(tiny_checkpoint, mode="sample", follow_through=True)

@@ -69,7 +69,7 @@ SIDES = ("BLU", "RED", "alternate")
 HOURS_PER_SECOND = (1, 3, 6, 12, 24)  # the game speeds of HOI4 and the simulator (sim/clock.py)
 RECORD_HZ = 5.0  # one frame per decision: the recording's frames are the decisions' anchors
 RANDOM = "random"
-ADDED_SETTINGS = {"reset_memory": 0}
+ADDED_SETTINGS = {"reset_memory": 0, "follow_through": False}
 """Settings added after play.json files were first written, with the value the games were played with."""
 
 
@@ -113,6 +113,9 @@ class PlayConfig:
     """Sampling temperature of the kinds (and, without --point, of the pointer)."""
     reset_memory: int = 0
     """Start the policy's memory afresh every N decisions, as train-bc's windows of N do (0: never)."""
+    follow_through: bool = False
+    """With --point: once a decision acts, its later slots take their likeliest kinds (a multi-token action
+    is completed, not sampled token by token)."""
     game: str = "sim"
     """sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb, real time."""
     size: tuple[int, int] = (540, 960)
@@ -161,11 +164,15 @@ class PlayConfig:
             raise UserError(f"--ai-strength must lie in 0..1, not {self.ai_strength!r}")
         if self.codec not in ("x264", "ffv1"):
             raise UserError(f"--codec must be x264 or ffv1, not {self.codec!r}")
-        if self.checkpoint == RANDOM and (self.point or self.deterministic or self.reset_memory):
+        if self.checkpoint == RANDOM and (
+            self.point or self.deterministic or self.reset_memory or self.follow_through
+        ):
             raise UserError(
-                "--point, --deterministic and --reset-memory are for a checkpoint: the random policy "
-                "only samples, and has no memory"
+                "--point, --deterministic, --reset-memory and --follow-through are for a checkpoint: the "
+                "random policy only samples, and has no memory"
             )
+        if self.follow_through and self.mode != "point":
+            raise UserError("--follow-through completes the actions of --point decoding: give --point too")
         height, width = self.size
         if (
             not (MIN_SIZE[0] <= height <= 4320 and MIN_SIZE[1] <= width <= 7680)
@@ -238,6 +245,7 @@ def make_player(config: PlayConfig) -> tuple[Player, dict[str, Any]]:
         temperature=config.temperature,
         name=config.name,
         reset_memory=config.reset_memory,
+        follow_through=config.follow_through,
     )
     try:
         player.layout.check_screen(config.size)
@@ -253,6 +261,7 @@ def make_player(config: PlayConfig) -> tuple[Player, dict[str, Any]]:
         "mode": config.mode,
         "temperature": config.temperature if config.mode != "deterministic" else None,
         "reset_memory": config.reset_memory,
+        "follow_through": config.follow_through,
         "layout": player.layout_version,
     }
     return player, identity
@@ -422,7 +431,7 @@ def _open_out(config: PlayConfig, settings: dict[str, Any]) -> dict[int, GameRes
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise UserError(f"{stored_path} is not a play-policy settings file ({error})") from None
         # The checkpoint is known by its bytes (sha256): the same file by another path is the same run.
-        # A setting added since a run was stored counts as its default (reset_memory 0).
+        # A setting added since a run was stored counts as its default (ADDED_SETTINGS).
         changed = [
             f"{k}: {stored.get(k, ADDED_SETTINGS.get(k))!r} there, {v!r} now"
             for k, v in settings.items()

@@ -26,6 +26,11 @@ Modes:
   the mode of the whole distribution of each slot, which can differ from `Policy.act(deterministic=True)`
   (the likeliest cell first, then the best spot inside it).
 
+`follow_through` (with `point`): once a slot of a decision has chosen a kind other than the no-op, the
+decision's later slots take their likeliest kind. Whether to act is still sampled; the rest of a
+multi-token action (shift down, click, release, shift up) is completed instead of sampled token by
+token, where one unlucky draw leaves a key half pressed or a click half made.
+
 `point` and `deterministic` decode slot by slot with the action head's own pieces, exactly as
 `ActionHead.decode` does, choosing the pointer differently; tests/play/test_policy_player.py holds each
 chosen point to the argmax of the head's `pointer_heatmap` and each deterministic kind to the head's
@@ -48,6 +53,9 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.screen.tokens import NOOP_TOKEN
+
+NOOP_KIND = NOOP_TOKEN[0]
 
 MODES = ("sample", "point", "deterministic")
 
@@ -67,8 +75,10 @@ def decode_pointing(
     *,
     temperature: float,
     generator: torch.Generator | None,
+    follow_through: bool = False,
 ) -> tuple[torch.Tensor, PolicyState]:
-    """One decision per row with kinds at `temperature` (0: argmax) and every move at its likeliest point.
+    """One decision per row with kinds at `temperature` (0: argmax) and every move at its likeliest point;
+    with `follow_through` a row's kinds are the likeliest ones after its first slot that acts.
 
     Mirrors `Policy.step` and `ActionHead.decode` (the module docstring says how it is held to them).
     Returns tokens (B, slots, 3) and the state to carry.
@@ -84,6 +94,7 @@ def decode_pointing(
     cell_part = head.position_cell(cells)  # (B, C, P): the cells' share of every slot's position layer
     z = head.start(context)
     chosen = []
+    acted = torch.zeros(n, dtype=torch.bool, device=cells.device)  # rows whose decision has begun acting
     for s in range(head.space.slots):
         u = z + head.slot.weight[s]
         kind_logits = head.kind(u)
@@ -92,6 +103,9 @@ def decode_pointing(
         else:
             probs = F.softmax(kind_logits / temperature, dim=-1)
             kind = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+            if follow_through:
+                kind = torch.where(acted, kind_logits.argmax(dim=-1), kind)
+                acted = acted | (kind != NOOP_KIND)
         move = head.tokens.move_mask[kind]
         # log p(cell) + max log p(column | cell) + max log p(row | cell): the best point of each cell.
         cell_lp = F.log_softmax(head._cell_logits(u, cells), dim=-1)  # (B, C)
@@ -119,6 +133,7 @@ class PolicyPlayer:
         temperature: float = 1.0,
         name: str | None = None,
         reset_memory: int = 0,
+        follow_through: bool = False,
     ) -> None:
         if mode not in MODES:
             raise UserError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -126,6 +141,8 @@ class PolicyPlayer:
             raise UserError(f"--temperature must be >= 0, not {temperature!r}")
         if isinstance(reset_memory, bool) or not isinstance(reset_memory, int) or reset_memory < 0:
             raise UserError(f"--reset-memory must be a whole number >= 0, not {reset_memory!r}")
+        if follow_through and mode != "point":
+            raise UserError("--follow-through completes the actions of --point decoding: give --point too")
         self.path = Path(path)
         checkpoint = load_checkpoint(self.path)
         self.checkpoint = checkpoint
@@ -137,6 +154,7 @@ class PolicyPlayer:
         self.mode = mode
         self.temperature = float(temperature)
         self.reset_memory = reset_memory
+        self.follow_through = bool(follow_through)
         self.name = name or checkpoint_name(self.path)
         self._generator = torch.Generator().manual_seed(0)
         self._state: PolicyState | None = None
@@ -150,6 +168,7 @@ class PolicyPlayer:
             "mode": self.mode,
             "temperature": self.temperature,
             "reset_memory": self.reset_memory,
+            "follow_through": self.follow_through,
             "encoder": self.config.encoder,
             "layout": self.checkpoint.layout,
             "provenance": self.checkpoint.provenance,
@@ -186,7 +205,12 @@ class PolicyPlayer:
         else:
             temperature = 0.0 if self.mode == "deterministic" else self.temperature
             tokens, self._state = decode_pointing(
-                self.policy, obs, state, temperature=temperature, generator=self._generator
+                self.policy,
+                obs,
+                state,
+                temperature=temperature,
+                generator=self._generator,
+                follow_through=self.follow_through,
             )
         return tokens[0].numpy().astype(np.int64)
 
