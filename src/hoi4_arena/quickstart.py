@@ -332,10 +332,19 @@ def _training_curves(out: Path, picture: Path) -> dict[str, Any]:
     tags = set(events.Tags().get("scalars", []))
     series = {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in sorted(tags)}
     panels = [
-        ("loss (nll of the 8 tokens)", ["train/loss", "held_out/loss"]),
-        ("loss by token kind", sorted(t for t in tags if t.startswith("train/loss_"))),
-        ("held-out pointer / kind", sorted(t for t in tags if t.startswith("held_out/") and "loss" not in t)),
+        ("loss per decision (nll of its 8 tokens)", ["train/loss", "held_out/loss"]),
+        ("training loss by token kind", sorted(t for t in tags if t.startswith("train/loss_"))),
+        (
+            "held-out pointer error (lattice units)",
+            ["held_out/pointer_distance_median", "held_out/pointer_distance_mean"],
+        ),
     ]
+    labels = {
+        "train/loss": "training",
+        "held_out/loss": "held out",
+        "held_out/pointer_distance_median": "median",
+        "held_out/pointer_distance_mean": "mean",
+    }
     panels = [(title, [t for t in names if t in series]) for title, names in panels]
     panels = [p for p in panels if p[1]]
     if panels:
@@ -343,7 +352,8 @@ def _training_curves(out: Path, picture: Path) -> dict[str, Any]:
         for axis, (title, names) in zip(axes[0], panels, strict=True):
             for name in names:
                 steps, values = zip(*series[name], strict=True)
-                axis.plot(steps, values, label=name.split("/", 1)[1], marker="." if len(steps) < 30 else None)
+                label = labels.get(name, name.split("/", 1)[1].removeprefix("loss_"))
+                axis.plot(steps, values, label=label, marker="." if len(steps) < 30 else None)
             axis.set_title(title)
             axis.set_xlabel("optimizer step")
             axis.legend(fontsize="x-small")
@@ -468,7 +478,10 @@ def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]
     heat_line = ""
     if heat:
         heat_line = (
-            f"<p>Median distance between the policy's hottest point and the scripted player's move: "
+            "<p>Frames of a scripted game of the evaluation: the brighter, the likelier the policy would point "
+            "there (four decades on a log scale); the green circle is where the scripted player moved, the "
+            "cyan cross the policy's likeliest point. "
+            f"Median distance between the policy's hottest point and the scripted player's move: "
             f"{heat.get('median_distance_px') or 0:.0f} px; the demonstrated point lies in the hottest 1% of the "
             f"screen in {heat.get('in_hottest_1pct') or 0:.0%} of {heat.get('drawn')} frames.</p>"
         )
@@ -477,7 +490,7 @@ def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]
 <html><head><meta charset="utf-8"><title>hoi4-arena quickstart report</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}}
 table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}
-td:first-child{{text-align:left}}img{{margin:4px;border:1px solid #ccc}}</style></head><body>
+td:first-child{{text-align:left}}img{{margin:4px;border:1px solid #ccc;max-width:100%}}</style></head><body>
 <h1>hoi4-arena quickstart</h1>
 <p>Arena <b>{esc(result["arena"])}</b>, {config.size[1]}x{config.size[0]}, speed {config.speed}.
 {config.demo_games} scripted demonstrations of at most {config.demo_max_days} days; behaviour cloning for

@@ -80,12 +80,12 @@ def draw(
         x, y = to_pixel(point[0], point[1], (height, width))
         return (x + 0.5) * scale, (y + 0.5) * scale
 
-    radius = 4 * scale
+    radius, line = 8 * scale, 3 * scale  # big enough to find on a report's thumbnail
     x, y = centre(demonstrated)
-    pen.ellipse((x - radius, y - radius, x + radius, y + radius), outline=(40, 255, 40), width=max(1, scale))
+    pen.ellipse((x - radius, y - radius, x + radius, y + radius), outline=(40, 255, 40), width=line)
     x, y = centre(hottest)
-    pen.line((x - radius, y, x + radius, y), fill=(0, 230, 255), width=max(1, scale))
-    pen.line((x, y - radius, x, y + radius), fill=(0, 230, 255), width=max(1, scale))
+    pen.line((x - radius, y, x + radius, y), fill=(0, 230, 255), width=line)
+    pen.line((x, y - radius, x, y + radius), fill=(0, 230, 255), width=line)
     return image
 
 
