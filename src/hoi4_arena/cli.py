@@ -56,7 +56,7 @@ def _root(
 # --- the main job -------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(rich_help_panel="Main job")
 def quickstart(
     out: Annotated[Path, typer.Argument(help="Folder for everything the run makes; running again resumes.")] = Path(
         "demo"
@@ -105,7 +105,7 @@ def quickstart(
 # --- evaluation ---------------------------------------------------------------------------------
 
 
-@app.command("win-rate")
+@app.command("win-rate", rich_help_panel="Play and evaluate")
 def win_rate_command(
     results: Annotated[list[Path], typer.Argument(help="Results files (results.jsonl), one JSON row per game.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
@@ -134,7 +134,7 @@ def win_rate_command(
 # --- sessions -----------------------------------------------------------------------------------
 
 
-@app.command("check-session")
+@app.command("check-session", rich_help_panel="Record")
 def check_session_command(
     folders: Annotated[list[Path], typer.Argument(help="Session folders to check.")],
 ) -> None:
@@ -150,7 +150,7 @@ def check_session_command(
         raise typer.Exit(1)
 
 
-@app.command("salvage")
+@app.command("salvage", rich_help_panel="Record")
 def salvage_command(
     folder: Annotated[Path, typer.Argument(help="The session folder a killed recorder left.")],
     undo: Annotated[
@@ -167,7 +167,7 @@ def salvage_command(
 # --- record -------------------------------------------------------------------------------------
 
 
-@app.command("record")
+@app.command("record", rich_help_panel="Record")
 def record_command(
     out: Annotated[Path, typer.Argument(help="The session folder to create (new, or empty).")],
     game_speed: Annotated[
@@ -253,7 +253,7 @@ def _sim_options(game: str, arena: str | None, seed: int | None, size: str | Non
     }
 
 
-@app.command("capture")
+@app.command("capture", rich_help_panel="Screen and workers")
 def capture_command(
     out: Annotated[Path, typer.Argument(help="PNG file for the full frame, the cursor drawn in.")],
     views: Annotated[
@@ -288,7 +288,7 @@ def capture_command(
     print_json(run_capture(config))
 
 
-@app.command("probe")
+@app.command("probe", rich_help_panel="Screen and workers")
 def probe_command(
     game: Annotated[
         str,
@@ -327,7 +327,7 @@ def probe_command(
 # --- maps and the simulator's world -------------------------------------------------------------
 
 
-@app.command("preview-map")
+@app.command("preview-map", rich_help_panel="Simulator and maps")
 def preview_map_command(
     arena: Annotated[str, typer.Argument(help="Preset name, preset:seed (e.g. river:3), or a map folder.")],
     out: Annotated[Path, typer.Argument(help="PNG file to write.")],
@@ -347,7 +347,7 @@ def preview_map_command(
     print_json(save_preview(load_arena(arena), out, scale))
 
 
-@app.command("make-map")
+@app.command("make-map", rich_help_panel="Simulator and maps")
 def make_map_command(
     arena: Annotated[str, typer.Argument(help="Preset name, preset:seed (e.g. ford:2), or a map folder.")],
     out: Annotated[
@@ -366,7 +366,7 @@ def make_map_command(
     print_json({"out": str(out), **arena_map.summary()})
 
 
-@app.command("sim-run")
+@app.command("sim-run", rich_help_panel="Simulator and maps")
 def sim_run_command(
     preset: Annotated[
         str, typer.Option("--preset", help="Preset name, preset:seed, or a map folder.")
@@ -422,7 +422,7 @@ def sim_run_command(
 # --- sim window ---------------------------------------------------------------------------------
 
 
-@app.command("sim")
+@app.command("sim", rich_help_panel="Simulator and maps")
 def sim_command(
     preset: Annotated[
         str, typer.Option("--preset", help="Preset name, preset:seed, or a map folder.")
@@ -498,7 +498,7 @@ def _split_values(values: list[str] | None) -> list[str]:
     return [part for value in values or () for part in value.replace(",", " ").split()]
 
 
-@app.command("train-bc")
+@app.command("train-bc", rich_help_panel="Learn")
 def train_bc_command(
     ctx: typer.Context,
     data: Annotated[Path, typer.Argument(help=_BC["data"])],
@@ -606,7 +606,7 @@ def train_bc_command(
     print_json(train_bc(config, resume=resume, changes=given))
 
 
-@app.command("heatmap")
+@app.command("heatmap", rich_help_panel="Learn")
 def heatmap_command(
     checkpoint: Annotated[
         Path, typer.Argument(help="A policy checkpoint (train-bc's last.pt, epoch-NNNN.pt).")
@@ -626,7 +626,7 @@ def heatmap_command(
 # --- play ---------------------------------------------------------------------------------------
 
 
-@app.command("play-policy")
+@app.command("play-policy", rich_help_panel="Play and evaluate")
 def play_policy_command(
     checkpoint: Annotated[
         str,
@@ -728,7 +728,7 @@ def _rect(rect: tuple[int, int, int, int] | None) -> tuple[int, int, int, int]:
     return tuple(int(v) for v in rect)
 
 
-@app.command("template")
+@app.command("template", rich_help_panel="Calibrate a game's screen")
 def template_command(
     screen: Annotated[Path, typer.Argument(help="A PNG screenshot of the game's client area.")],
     rules: Annotated[Path, typer.Argument(help="The calibration file (rules.json), created if new.")],
@@ -755,7 +755,7 @@ def template_command(
     print_json(add_template(screen, rules, name, _rect(rect), threshold, tuple(offsets)))
 
 
-@app.command("clock")
+@app.command("clock", rich_help_panel="Calibrate a game's screen")
 def clock_command(
     screen: Annotated[Path, typer.Argument(help="A PNG screenshot of the game's client area.")],
     rules: Annotated[Path, typer.Argument(help="The calibration file (rules.json), created if new.")],
@@ -771,7 +771,7 @@ def clock_command(
     print_json(add_clock(screen, rules, _rect(rect), threshold))
 
 
-@app.command("speed")
+@app.command("speed", rich_help_panel="Calibrate a game's screen")
 def speed_command(
     screen: Annotated[Path, typer.Argument(help="A PNG screenshot of the game running at --level.")],
     rules: Annotated[Path, typer.Argument(help="The calibration file (rules.json), created if new.")],
@@ -790,7 +790,7 @@ def speed_command(
     print_json(add_speed(screen, rules, _rect(rect), level, threshold))
 
 
-@app.command("record-ai")
+@app.command("record-ai", rich_help_panel="Record")
 def record_ai_command(
     out: Annotated[
         Path, typer.Argument(help="Folder for the sessions and results.jsonl; re-running with it resumes.")
