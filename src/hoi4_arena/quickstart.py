@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.gamelog import SETUP_STEPS
+from hoi4_arena.results import GameResult, read_results, wilson, win_record
 from hoi4_arena.terminal import stderr
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,6 @@ STATE = "quickstart.json"
 STAGES = ("demonstrations", "baselines", "training", "evaluation")
 PLAYERS = ("learned", "scripted", "random")
 EVAL_SEED_OFFSET = 1000  # evaluation seeds never overlap the demonstrations' seeds
-MILESTONES = ("army", "front", "offensive", "executed")
 MIN_TRAIN_MINUTES = 0.2
 REPORT_MINUTES = 1.0
 """Reserved for the report (heat maps, pictures) when training's share is worked out."""
@@ -54,7 +55,14 @@ REPORT_MINUTES = 1.0
 # policy (about twice the steps of the default widths), short windows, most of the idle ones left out
 # (their decisions teach only "do nothing"), the demonstrations held in memory after one decode (later
 # epochs cost no video), chunks that recompute fewer activations.
-SMALL_POLICY = {"width": 16, "summary_dim": 128, "cell_dim": 32, "fovea_dim": 64, "hidden": 128, "head_dim": 128}
+SMALL_POLICY = {
+    "width": 16,
+    "summary_dim": 128,
+    "cell_dim": 32,
+    "fovea_dim": 64,
+    "hidden": 128,
+    "head_dim": 128,
+}
 BC_SETTINGS: dict[str, Any] = {
     "window": 8,
     "idle_windows": 0.1,
@@ -198,7 +206,7 @@ def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
             progress=config.progress,
         )
     )
-    sessions = [row["session"] for row in _rows(demos / "results.jsonl") if row.get("valid")]
+    sessions = [row.extra["session"] for row in read_results(demos / "results.jsonl") if row.valid]
     if len(sessions) <= config.val_games:
         raise UserError(f"only {len(sessions)} valid demonstration games in {demos}: too few to train on")
     held_out = sessions[-config.val_games :]
@@ -293,29 +301,19 @@ def evaluate_learned(config: QuickstartConfig) -> dict[str, Any]:
 # --- the report ---------------------------------------------------------------------------------------
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def player_record(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def player_record(rows: list[GameResult]) -> dict[str, Any]:
     """One player's results: wins, draws, losses with a Wilson interval, and setup completion."""
-    from hoi4_arena.results import wilson
-
-    valid = [r for r in rows if r.get("valid")]
-    wins = sum(r["outcome"] == "win" for r in valid)
-    draws = sum(r["outcome"] == "draw" for r in valid)
-    setup = {m: sum(bool((r.get("setup") or {}).get(m) is not None) for r in valid) for m in MILESTONES}
-    setup["complete"] = sum(bool((r.get("setup") or {}).get("complete")) for r in valid)
+    whole = win_record(rows)
     return {
-        "games": len(valid),
-        "invalid": len(rows) - len(valid),
-        "wins": wins,
-        "draws": draws,
-        "losses": len(valid) - wins - draws,
-        "win_rate": wilson(wins, len(valid)).to_dict(),
-        "setup": setup,
-        "setup_rate": wilson(setup["complete"], len(valid)).to_dict(),
-        "seeds": sorted({(r.get("seed"), r.get("side")) for r in valid}),
+        "games": whole["valid"],
+        "invalid": whole["invalid"],
+        "wins": whole["wins"],
+        "draws": whole["draws"],
+        "losses": whole["losses"],
+        "win_rate": whole["win_rate"],
+        "setup": whole["setup"],
+        "setup_rate": wilson(whole["setup"]["complete"], whole["valid"]).to_dict(),
+        "seeds": sorted({(r.seed, r.side) for r in rows if r.valid}),
     }
 
 
@@ -401,23 +399,32 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     out = config.out
     pictures = out / "report"
     pictures.mkdir(exist_ok=True)
-    records = {player: player_record(_rows(out / "eval" / player / "results.jsonl")) for player in PLAYERS}
+    rows = {player: read_results(out / "eval" / player / "results.jsonl") for player in PLAYERS}
+    records = {player: player_record(rows[player]) for player in PLAYERS}
     curves = _training_curves(out, pictures / "training.png")
 
     # Where the policy wants to point, on a held-out scripted game of the evaluation.
-    scripted_rows = [r for r in _rows(out / "eval" / "scripted" / "results.jsonl") if r.get("valid")]
+    scripted_rows = [r for r in rows["scripted"] if r.valid]
     heat: dict[str, Any] = {}
     if scripted_rows:
-        session = out / "eval" / "scripted" / scripted_rows[0]["session"]
+        session = out / "eval" / "scripted" / scripted_rows[0].extra["session"]
         heat = heatmap(out / "bc" / "last.pt", session, pictures / "heatmap", count=6)
-    learned_rows = [r for r in _rows(out / "eval" / "learned" / "results.jsonl") if r.get("valid")]
+    learned_rows = [r for r in rows["learned"] if r.valid]
     strip_frames = 0
     if learned_rows:
         best = max(
-            learned_rows, key=lambda r: (r["outcome"] == "win", bool((r.get("setup") or {}).get("complete")))
+            learned_rows, key=lambda r: (r.outcome == "win", bool((r.extra.get("setup") or {}).get("complete")))
         )
-        strip_frames = _frame_strip(out / "eval" / "learned" / best["session"], pictures / "learned-game.png")
-        strip_game = {k: best.get(k) for k in ("session", "seed", "side", "outcome", "days")}
+        strip_frames = _frame_strip(
+            out / "eval" / "learned" / best.extra["session"], pictures / "learned-game.png"
+        )
+        strip_game = {
+            "session": best.extra.get("session"),
+            "seed": best.seed,
+            "side": best.side,
+            "outcome": best.outcome,
+            "days": best.extra.get("days"),
+        }
     else:
         strip_game = {}
 
@@ -467,7 +474,7 @@ def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]
         rows.append(
             f"<tr><td>{player}</td><td>{r['games']}</td><td>{r['wins']}</td><td>{r['draws']}</td>"
             f"<td>{r['losses']}</td><td>{_pct(r['win_rate'])}</td>"
-            + "".join(f"<td>{setup[m]}</td>" for m in MILESTONES)
+            + "".join(f"<td>{setup[m]}</td>" for m in SETUP_STEPS)
             + f"<td>{_pct(r['setup_rate'])}</td></tr>"
         )
     training = result["training"]["summary"]

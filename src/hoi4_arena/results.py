@@ -23,8 +23,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.gamelog import SETUP_STEPS
 
 TAGS = ("BLU", "RED")
 OUTCOMES = ("win", "draw", "loss")
@@ -131,6 +133,80 @@ def read_results(path: Path) -> list[GameResult]:
             except (json.JSONDecodeError, ValueError, TypeError) as error:
                 raise UserError(f"{path}:{number}: not a result row ({error})") from None
     return rows
+
+
+def win_record(rows: list[GameResult]) -> dict[str, Any]:
+    """A player's record over result rows: wins, draws and losses of the valid games, the win rate with
+    its Wilson interval overall and by side, and how many valid games reached each setup milestone
+    (`extra["setup"]`, as `gamelog.setup_milestones` gives it) and completed the setup."""
+    valid = [r for r in rows if r.valid]
+    wins = sum(r.outcome == "win" for r in valid)
+    draws = sum(r.outcome == "draw" for r in valid)
+    by_side = {
+        tag: wilson(
+            sum(r.outcome == "win" for r in valid if r.side == tag), sum(r.side == tag for r in valid)
+        )
+        for tag in TAGS
+    }
+    setup = {step: sum((r.extra.get("setup") or {}).get(step) is not None for r in valid) for step in SETUP_STEPS}
+    setup["complete"] = sum(bool((r.extra.get("setup") or {}).get("complete")) for r in valid)
+    return {
+        "games": len(rows),
+        "valid": len(valid),
+        "invalid": len(rows) - len(valid),
+        "wins": wins,
+        "draws": draws,
+        "losses": len(valid) - wins - draws,
+        "win_rate": wilson(wins, len(valid)).to_dict(),
+        "by_side": {tag: interval.to_dict() for tag, interval in by_side.items()},
+        "setup": setup,
+    }
+
+
+def open_run(
+    out: Path,
+    settings_file: str,
+    settings: dict[str, Any],
+    command: str,
+    *,
+    added: dict[str, Any] | None = None,
+    ignored: tuple[str, ...] = (),
+) -> dict[int, GameResult]:
+    """Create OUT for a resumable run of games, or check that it holds this run; the rows already played,
+    by their game index (`extra["game"]`).
+
+    OUT/`settings_file` stores `settings`; a run with other settings in the same folder is refused with a
+    message naming them. A setting in `added` that a stored file lacks counts as that value (a setting
+    introduced after the file was written); settings in `ignored` are not compared.
+    """
+    added = added or {}
+    stored_path, results_path = out / settings_file, out / "results.jsonl"
+    if stored_path.is_file():
+        try:
+            stored = json.loads(stored_path.read_text())["settings"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise UserError(f"{stored_path} is not a {command} settings file ({error})") from None
+        changed = [
+            f"{k}: {stored.get(k, added.get(k))!r} there, {v!r} now"
+            for k, v in settings.items()
+            if k not in ignored and stored.get(k, added.get(k)) != v
+        ]
+        if changed:
+            raise UserError(
+                f"{out} holds games of other settings ({'; '.join(changed)}); use a new OUT folder"
+            )
+    elif out.exists() and any(out.iterdir()):
+        raise UserError(f"{out} is not empty and holds no {settings_file}: use a new or empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+    stored_path.write_text(json.dumps({"settings": settings, "command": command}, indent=1) + "\n")
+    done: dict[int, GameResult] = {}
+    if results_path.exists():
+        for row in read_results(results_path):
+            index = row.extra.get("game")
+            if not isinstance(index, int):
+                raise UserError(f"{results_path}: a row without a game index is not {command}'s")
+            done[index] = row
+    return done
 
 
 # --- the Wilson interval -------------------------------------------------------------------------------

@@ -39,7 +39,6 @@ import hashlib
 import json
 import logging
 import re
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -49,10 +48,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.gamelog import SETUP_STEPS, setup_milestones
+from hoi4_arena.gamelog import setup_milestones
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.presets import PRESETS
-from hoi4_arena.results import GameResult, append_result, read_results, wilson
+from hoi4_arena.results import GameResult, append_result, open_run, win_record
 from hoi4_arena.screen.lattice import to_lattice
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
@@ -420,54 +419,6 @@ def _run_settings(config: PlayConfig, identity: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _open_out(config: PlayConfig, settings: dict[str, Any]) -> dict[int, GameResult]:
-    """Create OUT or check that it holds this run; the rows already played, by game index."""
-    out = config.out
-    stored_path = out / SETTINGS
-    results_path = out / RESULTS
-    if stored_path.is_file():
-        try:
-            stored = json.loads(stored_path.read_text())["settings"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise UserError(f"{stored_path} is not a play-policy settings file ({error})") from None
-        # The checkpoint is known by its bytes (sha256): the same file by another path is the same run.
-        # A setting added since a run was stored counts as its default (ADDED_SETTINGS).
-        changed = [
-            f"{k}: {stored.get(k, ADDED_SETTINGS.get(k))!r} there, {v!r} now"
-            for k, v in settings.items()
-            if stored.get(k, ADDED_SETTINGS.get(k)) != v and not (k == "checkpoint" and "sha256" in settings)
-        ]
-        if changed:
-            raise UserError(
-                f"{out} holds games of other settings ({'; '.join(changed)}); use a new OUT folder"
-            )
-    elif out.exists() and any(out.iterdir()):
-        raise UserError(f"{out} is not empty and holds no {SETTINGS}: use a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
-    stored_path.write_text(json.dumps({"settings": settings, "command": "play-policy"}, indent=1) + "\n")
-    done: dict[int, GameResult] = {}
-    if results_path.exists():
-        for row in read_results(results_path):
-            index = row.extra.get("game")
-            if not isinstance(index, int):
-                raise UserError(f"{results_path}: a row without a game index is not play-policy's")
-            done[index] = row
-    return done
-
-
-def _clear_unfinished(folder: Path) -> None:
-    """Remove the session of a game that never got a results row (the run was stopped during it)."""
-    if not folder.exists():
-        return
-    from hoi4_arena.sessions.lock import read_lock
-
-    lock, state = read_lock(folder)
-    if state in ("live", "foreign"):
-        raise UserError(f"{folder} is being recorded by another process ({lock.describe()}); wait for it")
-    log.warning("replaying the unfinished game of %s: its session is replaced", folder)
-    shutil.rmtree(folder)
-
-
 @contextlib.contextmanager
 def _games(config: PlayConfig, layout: ViewLayout | None) -> Iterator[Callable[[int, str], Any]]:
     """A factory of game workers for the run: `open(seed, side)` is a context manager of a `Worker`."""
@@ -510,25 +461,8 @@ def _games(config: PlayConfig, layout: ViewLayout | None) -> Iterator[Callable[[
 
 def summarize(rows: list[GameResult], seconds: float, decisions_now: int, games_now: int) -> dict[str, Any]:
     """The run's record: wins, draws, losses, the win rate with its Wilson interval, setup counts."""
-    valid = [r for r in rows if r.valid]
-    wins = sum(r.outcome == "win" for r in valid)
-    draws = sum(r.outcome == "draw" for r in valid)
-    setup = {step: sum(r.extra.get("setup", {}).get(step) is not None for r in valid) for step in SETUP_STEPS}
-    setup["complete"] = sum(bool(r.extra.get("setup", {}).get("complete")) for r in valid)
-    by_side = {}
-    for tag in TAGS:
-        games = [r for r in valid if r.side == tag]
-        by_side[tag] = wilson(sum(r.outcome == "win" for r in games), len(games)).to_dict()
     return {
-        "games": len(rows),
-        "valid": len(valid),
-        "invalid": len(rows) - len(valid),
-        "wins": wins,
-        "draws": draws,
-        "losses": len(valid) - wins - draws,
-        "win_rate": wilson(wins, len(valid)).to_dict(),
-        "by_side": by_side,
-        "setup": setup,
+        **win_record(rows),
         "decisions": sum(int(r.extra.get("decisions", 0)) for r in rows),
         "this_run": {
             "games": games_now,
@@ -548,7 +482,15 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         torch.set_num_threads(config.threads)
     player, identity = make_player(config)
     settings = _run_settings(config, identity)
-    done = _open_out(config, settings)
+    # The checkpoint is known by its bytes (sha256): the same file by another path is the same run.
+    done = open_run(
+        config.out,
+        SETTINGS,
+        settings,
+        "play-policy",
+        added=ADDED_SETTINGS,
+        ignored=("checkpoint",) if "sha256" in settings else (),
+    )
     run_id = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
     results_path = config.out / RESULTS
     todo = [i for i in range(config.games) if i not in done]
@@ -562,10 +504,11 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
             session_id = f"{_slug(player.name)}-{run_id}-g{index:04d}-s{seed}-{side}"
             recorder = None
             if config.record:
+                from hoi4_arena.sessions.lock import remove_unfinished
                 from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
 
                 folder = config.out / session_id
-                _clear_unfinished(folder)
+                remove_unfinished(folder)
                 recorder = Recorder(
                     folder,
                     RecorderSettings(

@@ -35,10 +35,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import re
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -49,7 +47,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import ArenaState, parse_line, setup_milestones
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.presets import PRESETS
-from hoi4_arena.results import GameResult, append_result, read_results, wilson
+from hoi4_arena.results import GameResult, append_result, open_run, win_record
 from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
 from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerError
 from hoi4_arena.sim.headless import MIN_SIZE, arena_of
@@ -472,50 +470,6 @@ def _target(arena: Any, plan: tuple[int, ...]) -> dict[str, Any]:
 # --- the run ----------------------------------------------------------------------------------------
 
 
-def _open_out(config: RecordAIConfig) -> dict[int, GameResult]:
-    """Create OUT or check that it holds this run; the rows already recorded, by game index."""
-    out = config.out
-    settings = config.settings()
-    stored_path, results_path = out / SETTINGS, out / RESULTS
-    if stored_path.is_file():
-        try:
-            stored = json.loads(stored_path.read_text())["settings"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise UserError(f"{stored_path} is not a record-ai settings file ({error})") from None
-        changed = [
-            f"{k}: {stored.get(k)!r} there, {v!r} now" for k, v in settings.items() if stored.get(k) != v
-        ]
-        if changed:
-            raise UserError(
-                f"{out} holds games of other settings ({'; '.join(changed)}); use a new OUT folder"
-            )
-    elif out.exists() and any(out.iterdir()):
-        raise UserError(f"{out} is not empty and holds no {SETTINGS}: use a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
-    stored_path.write_text(json.dumps({"settings": settings, "command": "record-ai"}, indent=1) + "\n")
-    done: dict[int, GameResult] = {}
-    if results_path.exists():
-        for row in read_results(results_path):
-            index = row.extra.get("game")
-            if not isinstance(index, int):
-                raise UserError(f"{results_path}: a row without a game index is not record-ai's")
-            done[index] = row
-    return done
-
-
-def _clear_unfinished(folder: Path) -> None:
-    """Remove the session of a game that never got a results row (the run was stopped during it)."""
-    if not folder.exists():
-        return
-    from hoi4_arena.sessions.lock import read_lock
-
-    lock, state = read_lock(folder)
-    if state in ("live", "foreign"):
-        raise UserError(f"{folder} is being recorded by another process ({lock.describe()}); wait for it")
-    log.warning("replaying the unfinished game of %s: its session is replaced", folder)
-    shutil.rmtree(folder)
-
-
 @contextlib.contextmanager
 def _workers(config: RecordAIConfig) -> Iterator[Callable[..., Any]]:
     """`open(spec, seed, side, speed)`: a context manager of one game's worker."""
@@ -565,24 +519,9 @@ def _workers(config: RecordAIConfig) -> Iterator[Callable[..., Any]]:
 
 
 def summarize(rows: list[GameResult], seconds: float, play_s_now: float) -> dict[str, Any]:
-    valid = [r for r in rows if r.valid]
-    wins = sum(r.outcome == "win" for r in valid)
-    draws = sum(r.outcome == "draw" for r in valid)
-    by_side = {
-        tag: wilson(
-            sum(r.outcome == "win" for r in valid if r.side == tag), sum(r.side == tag for r in valid)
-        ).to_dict()
-        for tag in TAGS
-    }
+    """The run's record (`results.win_record`), the play time it holds and this run's speed."""
     return {
-        "games": len(rows),
-        "valid": len(valid),
-        "invalid": len(rows) - len(valid),
-        "wins": wins,
-        "draws": draws,
-        "losses": len(valid) - wins - draws,
-        "win_rate": wilson(wins, len(valid)).to_dict(),
-        "by_side": by_side,
+        **win_record(rows),
         "minutes": round(sum(float(r.extra.get("minutes", 0)) for r in rows), 2),
         "this_run": {
             "seconds": round(seconds, 2),
@@ -594,9 +533,10 @@ def summarize(rows: list[GameResult], seconds: float, play_s_now: float) -> dict
 
 def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
     """Play and record games (resuming OUT); the summary the command prints."""
+    from hoi4_arena.sessions.lock import remove_unfinished
     from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
 
-    done = _open_out(config)
+    done = open_run(config.out, SETTINGS, config.settings(), "record-ai")
     results_path = config.out / RESULTS
     budget_ns = None if config.minutes is None else round(config.minutes * 60e9)
     spent_ns = sum(round(float(r.extra.get("minutes", 0)) * 60e9) for r in done.values())
@@ -617,7 +557,7 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
             slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(name).name).strip("-.") or "map"
             session_id = f"{config.player}-g{index:04d}-{slug}-s{seed}-{side}"
             folder = config.out / session_id
-            _clear_unfinished(folder)
+            remove_unfinished(folder)
             recorder = Recorder(
                 folder,
                 RecorderSettings(

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
+import shutil
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,7 +22,10 @@ from typing import Literal
 
 import psutil
 
+from hoi4_arena.errors import UserError
 from hoi4_arena.sessions.format import LOCK
+
+log = logging.getLogger(__name__)
 
 LockState = Literal["live", "dead", "foreign", "unreadable"]
 
@@ -92,3 +97,16 @@ def read_lock(folder: Path) -> tuple[RecordingLock | None, LockState | None]:
     except (OSError, ValueError, KeyError, TypeError):
         return None, "unreadable"
     return lock, lock.state()
+
+
+def remove_unfinished(folder: Path) -> None:
+    """Remove the session of a game that never got a results row (its run was stopped during it), unless
+    a live recorder still writes it (a UserError then)."""
+    folder = Path(folder)
+    if not folder.exists():
+        return
+    lock, state = read_lock(folder)
+    if state in ("live", "foreign"):
+        raise UserError(f"{folder} is being recorded by another process ({lock.describe()}); wait for it")
+    log.warning("replaying the unfinished game of %s: its session is replaced", folder)
+    shutil.rmtree(folder)
