@@ -52,7 +52,7 @@ REPORT_MINUTES = 1.0
 """Reserved for the report (heat maps, pictures) when training's share is worked out."""
 
 # Behaviour cloning as measured best for a budget of minutes on a 2-core CPU (docs/learning.md): a small
-# policy (about twice the steps of the default widths), short windows, most of the idle ones left out
+# policy (about 1.5x the steps of the default widths), short windows, most of the idle ones left out
 # (their decisions teach only "do nothing"), the demonstrations held in memory after one decode (later
 # epochs cost no video), chunks that recompute fewer activations.
 SMALL_POLICY = {
