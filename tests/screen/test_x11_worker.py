@@ -14,7 +14,7 @@ from Xlib.display import Display
 
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
-from hoi4_arena.screen.x11_worker import X11Worker, find_window
+from hoi4_arena.screen.x11_worker import WindowInfo, X11Worker, find_window
 from hoi4_arena.screen.xvfb import Xvfb
 
 pytestmark = pytest.mark.x11
@@ -91,6 +91,20 @@ def test_bad_display_and_missing_window_are_clear_errors(server, app) -> None:
         X11Worker(server.display, window="no such game")
     assert error.value.code == "no_window"
 
+
+
+def test_a_window_destroyed_while_attaching_is_a_worker_error(server, app, xconn, monkeypatch) -> None:
+    # A game may replace its window while it starts: the window found is gone before its geometry is read.
+    screen = xconn.screen()
+    doomed = screen.root.create_window(0, 0, 10, 10, 0, screen.root_depth, X.InputOutput)
+    xconn.sync()
+    stale = WindowInfo(id=doomed.id, name="the game", wm_class=(), pid=None)
+    doomed.destroy()
+    xconn.sync()
+    monkeypatch.setattr("hoi4_arena.screen.x11_worker.find_window", lambda conn, target: stale)
+    with pytest.raises(WorkerError) as error:
+        X11Worker(server.display, window="the game", listen=False)
+    assert error.value.code == "window" and "went away while attaching" in error.value.message
 
 def test_game_log_tails_complete_lines_and_follows_a_restart(server, app, tmp_path) -> None:
     path = tmp_path / "game.log"

@@ -260,6 +260,13 @@ class X11Worker(Worker):
         self._conns: list[Display] = []
         try:
             self._open(safety or SafetyConfig(), listen)
+        except _GONE as error:
+            # A game may replace its window while starting (the simulator's SDL window does): the one
+            # found was destroyed before we could read it. A WorkerError lets the caller find it again.
+            self._shutdown()
+            raise WorkerError(
+                "window", f"the window of {window!r} went away while attaching ({type(error).__name__}): try again"
+            ) from None
         except BaseException:
             self._shutdown()
             raise
