@@ -14,7 +14,13 @@ end of each epoch (held-out metrics, checkpoints). The pieces:
 - Loss: -log p of the demonstrated tokens of a decision (the sum over its 8 slots), averaged over the
   decisions that count: in the window's region, not padding, not a burst, recorded with focus, and --
   with `look_before_click` -- not a decision that presses after a move. Masked, never relabelled.
-  `pointer_sigma` scores moves against a Gaussian blob (models/pointer_target.py).
+  `lr_decay_minutes` cosine-decays the learning rate to 0 over that much training time (the run's
+  accumulated train_seconds, so a resumed run goes on along the same curve; the rate then depends on the
+  machine's speed, as a --max-minutes run's length does). `init` starts the weights from a checkpoint of the same architecture (a second round of training on
+  more data, e.g. corrections); the optimizer starts afresh. `pointer_sigma` scores moves against a Gaussian blob (models/pointer_target.py). `aim_weight`
+  multiplies the pointer terms of aim moves (`aim_moves`: the last move before a mouse button token,
+  where a click or a drag lands); the other moves of a path keep weight 1. The held-out loss is never
+  weighted.
 - Saves: OUT/epoch-NNNN.pt and OUT/last.pt after each epoch; OUT/progress.pt (model, optimizer, RNG
   states, data position, counters) every `save_every` seconds and after each epoch; a clean stop
   (--max-minutes, --max-steps, Ctrl+C) saves progress.pt and last.pt. `resume=True` continues from
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import signal
 import threading
@@ -48,7 +55,7 @@ from hoi4_arena.data.sources import DataSet, SessionSource, find_sessions
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint
 from hoi4_arena.models.policy import Observation, Policy, PolicyOutput, PolicyState
-from hoi4_arena.screen.tokens import KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.bc_config import BCConfig
 
@@ -56,6 +63,7 @@ log = logging.getLogger(__name__)
 
 PROGRESS = "progress.pt"
 LAST = "last.pt"
+BUTTON_FIRST, BUTTON_LAST = min(BUTTON_KINDS.values()), max(BUTTON_KINDS.values())
 CONFIG = "config.json"
 KIND_GROUPS = ("none", "move", "button", "wheel", "key")
 
@@ -81,10 +89,28 @@ def to_device(
     return obs, a["tokens"], a["loss_mask"].float(), state
 
 
-def slot_nll(out: PolicyOutput) -> torch.Tensor:
-    """(B, T, 8) -log p of each demonstrated token (kind, and cell and position for moves)."""
+def slot_nll(out: PolicyOutput, pointer_weight: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, T, 8) -log p of each demonstrated token (kind, and cell and position for moves); the pointer
+    terms times `pointer_weight` (B, T, 8) when given."""
     s = out.scores
-    return -(s.kind_logp + s.cell_logp + s.position_logp)
+    pointer = s.cell_logp + s.position_logp
+    if pointer_weight is not None:
+        pointer = pointer * pointer_weight
+    return -(s.kind_logp + pointer)
+
+
+def aim_moves(tokens: torch.Tensor) -> torch.Tensor:
+    """(B, T, 8) bool: the move tokens of windows `tokens` (B, T, 8, 3) whose next token that is not a
+    no-op, in the window's order across decisions, presses or releases a mouse button: the moves that put
+    the pointer where a click or a drag's end lands. The other moves (the path there) are not aims."""
+    kinds = tokens[..., 0].flatten(1)  # (B, T * 8) in time order
+    aims = torch.zeros_like(kinds, dtype=torch.bool)
+    following = torch.full_like(kinds[:, 0], NONE)  # kind of the next token that is not a no-op
+    for i in range(kinds.shape[1] - 1, -1, -1):
+        kind = kinds[:, i]
+        aims[:, i] = (kind == MOVE) & (following >= BUTTON_FIRST) & (following <= BUTTON_LAST)
+        following = torch.where(kind == NONE, following, kind)
+    return aims.view(tokens.shape[:-1])
 
 
 class Tally:
@@ -180,6 +206,25 @@ def evaluate(
         tally.add(out, tokens, mask, pointer=True)
     policy.train()
     return tally.summary()
+
+
+def decayed_lr(lr: float, fraction: float) -> float:
+    """The cosine schedule: `lr` at fraction 0 of the decay, half of it halfway, 0 from fraction 1 on."""
+    return lr * 0.5 * (1 + math.cos(math.pi * min(max(fraction, 0.0), 1.0)))
+
+
+def initial_weights(path: str, policy_config: Any) -> dict[str, torch.Tensor]:
+    """The weights of checkpoint `path` for a run that starts from them (`--init`): its architecture must be
+    this run's (the layout, encoder and every width), else UserError naming what differs."""
+    if not Path(path).is_file():
+        raise UserError(f"--init {path}: no such checkpoint file")
+    checkpoint = load_checkpoint(path)
+    ours, theirs = policy_config.to_dict(), checkpoint.config.to_dict()
+    differ = sorted(k for k in ours.keys() | theirs.keys() if k != "seed" and ours.get(k) != theirs.get(k))
+    if differ:
+        listed = ", ".join(f"{k} {theirs.get(k)!r} (this run: {ours.get(k)!r})" for k in differ)
+        raise UserError(f"--init {path} is another architecture: {listed}")
+    return checkpoint.policy.state_dict()
 
 
 # --- saving and resuming ---
@@ -299,6 +344,8 @@ def train_bc(
     policy = Policy(policy_config, load_weights=saved is None).to(device)
     if saved is not None:
         policy.load_state_dict(saved.policy.state_dict())
+    elif config.init is not None:
+        policy.load_state_dict(initial_weights(config.init, policy_config))
     policy.train()
     trained = [p for p in policy.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trained, lr=config.lr, weight_decay=config.weight_decay)
@@ -318,7 +365,7 @@ def train_bc(
         optimizer.load_state_dict(saved.optimizer)
         restore_rng_states(saved.extra["rng"])
         progress.update({k: saved.extra[k] for k in progress})
-    provenance = Provenance(data=data.describe(), seed=config.seed)
+    provenance = Provenance(data={**data.describe(), "init": config.init}, seed=config.seed)
 
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(
@@ -370,8 +417,12 @@ def train_bc(
                 "reading the data into memory", total=sum(len(settings.spans(s)) for s in everything)
             )
             held = loader.hold(everything, on_batch=lambda count: bar.update(task, advance=count))
-            bar.update(task, description="data held in memory" if held else "data streamed (too large to hold)")
-            log.info("%s: %.2f GiB", "data held in memory" if held else "data not held", loader.held_bytes / 2**30)
+            bar.update(
+                task, description="data held in memory" if held else "data streamed (too large to hold)"
+            )
+            log.info(
+                "%s: %.2f GiB", "data held in memory" if held else "data not held", loader.held_bytes / 2**30
+            )
         stop = over_budget()
         for epoch in range(position.epoch, config.epochs):
             if stop:
@@ -387,9 +438,16 @@ def train_bc(
                     obs, tokens, state, chunk=config.chunk or None, pointer_sigma=config.pointer_sigma
                 )
                 counted = mask.sum()
-                loss = (slot_nll(out_).sum(-1) * mask).sum() / counted.clamp(min=1)
+                weight = None
+                if config.aim_weight != 1:
+                    weight = 1 + (config.aim_weight - 1) * aim_moves(tokens).to(mask.dtype)
+                loss = (slot_nll(out_, weight).sum(-1) * mask).sum() / counted.clamp(min=1)
                 optimizer.zero_grad(set_to_none=True)
                 grad_norm = 0.0
+                if config.lr_decay_minutes:
+                    trained_s = progress["train_seconds"] + time.monotonic() - tick
+                    for group in optimizer.param_groups:
+                        group["lr"] = decayed_lr(config.lr, trained_s / (config.lr_decay_minutes * 60))
                 if counted > 0:  # a batch of bursts only teaches nothing; skip its update
                     loss.backward()
                     if config.grad_clip:

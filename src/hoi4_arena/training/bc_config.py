@@ -36,9 +36,11 @@ class BCConfig:
     """A .safetensors file of the timm tower's pretrained weights."""
     layout: str = "cpu"
     """View layout: cpu (small, trains on a CPU) or full."""
+    init: str | None = None
+    """A checkpoint of the same architecture whose weights the run starts from (a fresh optimizer)."""
     freeze_blocks: int = 0
     """Leading encoder blocks kept frozen (computed once per frame without a graph)."""
-    policy: dict[str, int] = field(default_factory=dict)
+    policy: dict[str, int | str] = field(default_factory=dict)
     """Other PolicyConfig widths, e.g. {"width": 8, "hidden": 64} (--policy width=8)."""
     window: int = 16
     """Decisions with loss per training window."""
@@ -55,7 +57,10 @@ class BCConfig:
     max_steps: int = 0
     """Stop cleanly after this many optimizer steps in total (0: no limit)."""
     lr: float = 3e-4
-    """AdamW learning rate (constant)."""
+    """AdamW learning rate (constant, or the start of --lr-decay-minutes)."""
+    lr_decay_minutes: float = 0.0
+    """Cosine-decay the learning rate to 0 over this many minutes of training, counted across resumes
+    (0: constant). Give it the run's planned length, e.g. its --max-minutes."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     grad_clip: float = 1.0
@@ -64,6 +69,9 @@ class BCConfig:
     """Seed of the weight initialisation and of the data order."""
     pointer_sigma: float = 0.0
     """Score a move against a Gaussian blob this many lattice units wide (0: the exact point)."""
+    aim_weight: float = 1.0
+    """Weight of the pointer terms of aim moves (the last move before a mouse button token: where a click
+    or a drag's end lands) in the training loss; the path's other moves keep weight 1."""
     look_before_click: bool = False
     """Leave out decisions that press a button after a move in the same decision."""
     chunk: int = 4
@@ -101,7 +109,15 @@ class BCConfig:
         for name in ("lead_in", "workers", "max_steps", "chunk", "threads", "freeze_blocks", "val_windows"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise UserError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
-        for name in ("max_minutes", "save_every", "pointer_sigma", "weight_decay", "grad_clip"):
+        for name in (
+            "max_minutes",
+            "save_every",
+            "pointer_sigma",
+            "aim_weight",
+            "weight_decay",
+            "grad_clip",
+            "lr_decay_minutes",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise UserError(f"{name} must be a finite number >= 0, got {value!r}")

@@ -1,0 +1,128 @@
+"""Aim moves (where a click or a drag lands) are found across decisions and --aim-weight weights them;
+--init starts a run from a checkpoint; --lr-decay-minutes decays the rate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.models.checkpoint import load_checkpoint
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE
+from hoi4_arena.training.bc import aim_moves, slot_nll, train_bc
+from hoi4_arena.training.bc_config import BCConfig
+
+LEFT_DOWN, LEFT_UP = BUTTON_KINDS["left", "down"], BUTTON_KINDS["left", "up"]
+RIGHT_DOWN, RIGHT_UP = BUTTON_KINDS["right", "down"], BUTTON_KINDS["right", "up"]
+TINY = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, hidden=48, head_dim=48, position_dim=16)
+
+
+def window(*decisions: list[int]) -> torch.Tensor:
+    """(1, T, 8, 3) tokens from each decision's kinds (no-ops pad a decision to 8 slots)."""
+    tokens = torch.zeros(1, len(decisions), 8, 3, dtype=torch.long)
+    for t, kinds in enumerate(decisions):
+        for s, kind in enumerate(kinds):
+            tokens[0, t, s, 0] = kind
+            if kind == MOVE:
+                tokens[0, t, s, 1:] = torch.tensor([100 + t, 200 + s])
+    return tokens
+
+
+def test_the_last_move_before_a_button_is_the_aim_across_decisions() -> None:
+    tokens = window(
+        [MOVE, MOVE, MOVE],  # a path; its last move aims the press two decisions on
+        [],
+        [LEFT_DOWN, LEFT_UP],
+        [MOVE, KEY_BASE, KEY_BASE + 1],  # a move before a key is no aim
+        [MOVE, RIGHT_DOWN, MOVE, MOVE, RIGHT_UP],  # a drag: its start and its end are aims
+        [MOVE],  # the window ends before anything follows: no aim
+    )
+    aims = aim_moves(tokens)[0]
+    expected = torch.zeros(6, 8, dtype=torch.bool)
+    expected[0, 2] = True
+    expected[4, 0] = expected[4, 3] = True
+    assert torch.equal(aims, expected)
+    assert not aim_moves(window([NONE], [MOVE])).any()
+
+
+def test_slot_nll_weights_only_the_pointer_terms() -> None:
+    kind = torch.tensor([[[-1.0, -2.0]]])
+    scores = SimpleNamespace(
+        kind_logp=kind, cell_logp=torch.tensor([[[-3.0, 0.0]]]), position_logp=torch.tensor([[[-4.0, 0.0]]])
+    )
+    out = SimpleNamespace(scores=scores)
+    assert torch.equal(slot_nll(out), torch.tensor([[[8.0, 2.0]]]))
+    weight = torch.tensor([[[3.0, 3.0]]])
+    assert torch.equal(slot_nll(out, weight), torch.tensor([[[22.0, 2.0]]]))
+
+
+def config(data: Path, out: Path, **changes) -> BCConfig:
+    settings = dict(
+        data=str(data),
+        out=str(out),
+        policy=TINY,
+        window=4,
+        batch=4,
+        workers=0,
+        lr=1e-2,
+        threads=1,
+        chunk=0,
+        shuffle_windows=16,
+        save_every=3600.0,
+        max_steps=4,
+        epochs=5,
+    )
+    return BCConfig(**(settings | changes))
+
+
+def test_aim_weight_changes_what_is_learned_and_is_stored(marker_data: Path, tmp_path: Path) -> None:
+    plain = train_bc(config(marker_data, tmp_path / "plain"))
+    aimed = train_bc(config(marker_data, tmp_path / "aimed", aim_weight=4.0))
+    assert plain["steps"] == aimed["steps"] == 4
+    a = load_checkpoint(tmp_path / "plain" / "last.pt")
+    b = load_checkpoint(tmp_path / "aimed" / "last.pt")
+    assert b.extra["train_config"]["aim_weight"] == 4.0
+    assert any(
+        not torch.equal(x, y)
+        for x, y in zip(a.policy.state_dict().values(), b.policy.state_dict().values(), strict=True)
+    )
+    with pytest.raises(UserError, match="aim_weight"):
+        config(marker_data, tmp_path / "bad", aim_weight=-1.0)
+
+
+def test_init_starts_from_a_checkpoint_of_the_same_architecture(marker_data: Path, tmp_path: Path) -> None:
+    from hoi4_arena.training.bc import initial_weights
+
+    train_bc(config(marker_data, tmp_path / "first"))
+    start = tmp_path / "first" / "last.pt"
+    weights = initial_weights(str(start), config(marker_data, tmp_path / "x").policy_config)
+    saved = load_checkpoint(start).policy.state_dict()
+    assert all(torch.equal(weights[k], saved[k]) for k in saved)
+    # A second round from those weights: it trains on, and says where it started.
+    second = train_bc(config(marker_data, tmp_path / "second", init=str(start), max_steps=2))
+    assert second["steps"] == 2
+    assert load_checkpoint(tmp_path / "second" / "last.pt").provenance["data"]["init"] == str(start)
+    other = config(marker_data, tmp_path / "y", policy={**TINY, "hidden": 40}).policy_config
+    with pytest.raises(UserError, match="another architecture: hidden 48"):
+        initial_weights(str(start), other)
+    with pytest.raises(UserError, match="no such checkpoint"):
+        initial_weights(str(tmp_path / "missing.pt"), other)
+
+
+def test_the_learning_rate_decays_along_a_cosine(marker_data: Path, tmp_path: Path) -> None:
+    from hoi4_arena.models.policy import Policy
+    from hoi4_arena.training.bc import decayed_lr
+
+    assert decayed_lr(1e-3, 0.0) == 1e-3 and decayed_lr(1e-3, 0.5) == pytest.approx(5e-4)
+    assert decayed_lr(1e-3, 1.0) == 0.0 and decayed_lr(1e-3, 3.0) == 0.0 and decayed_lr(1e-3, -1) == 1e-3
+    # A decay over a few microseconds has reached 0 by the first step: the weights never move.
+    run = config(marker_data, tmp_path / "decayed", lr_decay_minutes=1e-7)
+    assert train_bc(run)["steps"] == 4
+    start = Policy(run.policy_config).state_dict()
+    end = load_checkpoint(tmp_path / "decayed" / "last.pt").policy.state_dict()
+    assert all(torch.equal(start[k], end[k]) for k in start)
+    with pytest.raises(UserError, match="lr_decay_minutes"):
+        config(marker_data, tmp_path / "bad", lr_decay_minutes=-1.0)
