@@ -55,18 +55,18 @@ def _loss(out) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(
-    ("encoder", "freeze", "chunk", "sigma"),
+    ("encoder", "freeze", "chunk", "sigma", "pool"),
     [
-        ("cnn", 1, 4, 0.0),  # a frozen stem; 6 frames in chunks of 4 and 2
-        ("cnn", 0, None, 0.0),  # no recomputation at all
-        ("cnn_clip", 2, 1, 3.0),  # one frame per chunk; soft pointer targets
-        ("timm:qwen3_vit_88m_enc", 2, 5, 0.0),  # frozen patch embedding and two blocks of three
+        ("cnn", 1, 4, 0.0, "mean"),  # a frozen stem; 6 frames in chunks of 4 and 2
+        ("cnn", 0, None, 0.0, "mean_max"),  # no recomputation at all; the cells' maximum read too
+        ("cnn_clip", 2, 1, 3.0, "mean"),  # one frame per chunk; soft pointer targets
+        ("timm:qwen3_vit_88m_enc", 2, 5, 0.0, "mean"),  # frozen patch embedding and two blocks of three
     ],
 )
 def test_chunked_path_agrees_with_naive_path(
-    tiny_config, make_obs, make_tokens, encoder, freeze, chunk, sigma
+    tiny_config, make_obs, make_tokens, encoder, freeze, chunk, sigma, pool
 ):
-    config = with_(tiny_config, encoder=encoder, freeze_blocks=freeze)
+    config = with_(tiny_config, encoder=encoder, freeze_blocks=freeze, cell_pool=pool)
     policy = build(config)
     obs, tokens = make_obs(config, 2, 3), make_tokens(2, 3, move_share=0.6)
     state = policy.initial_state(2)
@@ -208,6 +208,29 @@ def test_initialisation_is_seeded_and_leaves_the_global_rng_alone(tiny_config):
     sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
     assert not all(torch.equal(sa[k], sc[k]) for k in sa)
+
+
+def test_the_cells_maximum_reaches_the_memory_only_with_mean_max(tiny_config, make_obs):
+    # One cell's feature changed: the maximum pool sees it at full size, the mean a 1/1024 of it.
+    policy = build(with_(tiny_config, cell_pool="mean_max"))
+    assert build(tiny_config).memory.inputs[0].in_features + tiny_config.cell_dim == (
+        policy.memory.inputs[0].in_features
+    )
+    obs = make_obs(policy.config, 1, 1).flatten(2)
+    seen = policy.see(obs)
+    bumped = type(seen)(seen.summary, seen.cells.clone(), seen.fovea)
+    bumped.cells[0, 0] += 100.0
+    previous = torch.zeros(1, policy.space.slots, 3, dtype=torch.long)
+    pointer = policy._pointer_vec(obs.pointer)
+    a = policy._memory_inputs(seen, previous, obs.speed, pointer)
+    b = policy._memory_inputs(bumped, previous, obs.speed, pointer)
+    d = tiny_config.summary_dim
+    mean, peak = (
+        slice(d, d + tiny_config.cell_dim),
+        slice(d + tiny_config.cell_dim, d + 2 * tiny_config.cell_dim),
+    )
+    assert (b[0, peak] - a[0, peak]).max() > 50
+    assert (b[0, mean] - a[0, mean]).abs().max() < 1
 
 
 def test_the_default_policy_is_small(make_obs):

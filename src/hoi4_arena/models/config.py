@@ -126,6 +126,9 @@ class ViewSizes:
         )
 
 
+CELL_POOLS = ("mean", "mean_max")
+
+
 @dataclass(frozen=True)
 class PolicyConfig:
     """Everything that decides the policy's architecture; saved inside every checkpoint."""
@@ -156,6 +159,10 @@ class PolicyConfig:
     """Width of the hidden layer that scores positions inside a cell."""
     cells: int = 32
     """The cell map and the pointer's first choice are a cells x cells grid over the screen."""
+    cell_pool: str = "mean"
+    """How the cell map reaches the memory besides its attention read-out: 'mean' (the cells' average) or
+    'mean_max' (also their elementwise maximum, so a feature of one small spot, such as the flag of the side
+    the policy plays, is not averaged away over the 1024 cells)."""
     speeds: int = 5
     """Number of game speeds (the speed input is 1..speeds)."""
     seed: int = 0
@@ -200,6 +207,8 @@ class PolicyConfig:
             raise ValueError(f"cells must divide the {LATTICE}-unit pointer lattice, got {self.cells}")
         if self.speeds < 1:
             raise ValueError(f"speeds must be >= 1, got {self.speeds}")
+        if self.cell_pool not in CELL_POOLS:
+            raise ValueError(f"cell_pool must be one of {', '.join(CELL_POOLS)}, got {self.cell_pool!r}")
 
     @property
     def is_timm(self) -> bool:

@@ -208,10 +208,10 @@ class Policy(nn.Module):
             self.previous_action = nn.Sequential(
                 nn.Linear(self.space.slots * TOKEN_DIM, PREVIOUS_DIM), nn.LayerNorm(PREVIOUS_DIM), nn.GELU()
             )
-            # summary, cell mean, fovea, previous action, speed, pointer (Memory adds its read-out).
+            # summary, cell mean (and max), fovea, previous action, speed, pointer (Memory adds its read-out).
             memory_input = (
                 config.summary_dim
-                + config.cell_dim
+                + config.cell_dim * (2 if config.cell_pool == "mean_max" else 1)
                 + config.fovea_dim
                 + PREVIOUS_DIM
                 + SPEED_DIM
@@ -319,10 +319,13 @@ class Policy(nn.Module):
         """(..., I) for the memory: seen (...), previous tokens (..., slots, 3), speed (...)."""
         previous_vec = self.previous_tokens(previous[..., 0], previous[..., 1], previous[..., 2])
         previous_vec = self.previous_action((previous_vec + self.previous_slot).flatten(-2))
+        pooled = [seen.cells.mean(dim=-2)]
+        if self.config.cell_pool == "mean_max":
+            pooled.append(seen.cells.amax(dim=-2))
         return torch.cat(
             [
                 seen.summary,
-                seen.cells.mean(dim=-2),
+                *pooled,
                 seen.fovea,
                 previous_vec,
                 self.speed_embedding(speed - 1),
