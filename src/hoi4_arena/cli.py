@@ -58,14 +58,14 @@ def _root(
 
 @app.command(rich_help_panel="Main job")
 def quickstart(
-    out: Annotated[Path, typer.Argument(help="Folder for everything the run makes; running again resumes.")] = Path(
-        "demo"
-    ),
+    out: Annotated[
+        Path, typer.Argument(help="Folder for everything the run makes; running again resumes.")
+    ] = Path("demo"),
     budget_minutes: Annotated[
         float, typer.Option(help="Wall-clock minutes for the whole run; training gets what the rest leaves.")
     ] = 20.0,
     arena: Annotated[str, typer.Option(help="Arena preset (its map of seed 0) or preset:seed.")] = "plains",
-    games: Annotated[int, typer.Option(help="Evaluation games per player (learned, scripted, random).")] = 10,
+    games: Annotated[int, typer.Option(help="Evaluation games per player (learned, scripted, random).")] = 20,
     demo_games: Annotated[int, typer.Option(help="Scripted games recorded as demonstrations.")] = 96,
     demo_max_days: Annotated[
         int, typer.Option(help="Each demonstration's time limit in days (a draw when reached).")
@@ -74,10 +74,13 @@ def quickstart(
     max_days: Annotated[
         int, typer.Option(help="Each evaluation game's time limit in days (a draw when reached).")
     ] = 365,
-    seed: Annotated[int, typer.Option(help="Seed of the demonstrations and training (evaluation: +1000).")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the demonstrations and training (evaluation: +1000).")
+    ] = 0,
     threads: Annotated[int, typer.Option(help="Torch CPU threads for training and play.")] = 2,
     workers: Annotated[
-        int, typer.Option(help="Background processes decoding the demonstrations into memory before training.")
+        int,
+        typer.Option(help="Background processes decoding the demonstrations into memory before training."),
     ] = 2,
 ) -> None:
     """From nothing to a learned agent: record scripted games, train, play the AI, report."""
@@ -101,16 +104,20 @@ def quickstart(
     print_json(run_quickstart(config))
 
 
-
 # --- evaluation ---------------------------------------------------------------------------------
 
 
 @app.command("win-rate", rich_help_panel="Play and evaluate")
 def win_rate_command(
-    results: Annotated[list[Path], typer.Argument(help="Results files (results.jsonl), one JSON row per game.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+    results: Annotated[
+        list[Path], typer.Argument(help="Results files (results.jsonl), one JSON row per game.")
+    ],
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
+    ] = False,
     plot: Annotated[
-        Path | None, typer.Option(help="Where to draw the PNG plot (default: win-rate.png beside the first file).")
+        Path | None,
+        typer.Option(help="Where to draw the PNG plot (default: win-rate.png beside the first file)."),
     ] = None,
     no_plot: Annotated[bool, typer.Option("--no-plot", help="Do not draw the plot.")] = False,
 ) -> None:
@@ -505,6 +512,7 @@ def train_bc_command(
     out: Annotated[Path, typer.Argument(help=_BC["out"])],
     encoder: Annotated[str, typer.Option("--encoder", help=_BC["encoder"])] = "cnn",
     weights: Annotated[Path | None, typer.Option("--weights", help=_BC["weights"])] = None,
+    init: Annotated[Path | None, typer.Option("--init", help=_BC["init"])] = None,
     layout: Annotated[str, typer.Option("--layout", help=_BC["layout"])] = "cpu",
     freeze_blocks: Annotated[int, typer.Option("--freeze-blocks", help=_BC["freeze_blocks"])] = 0,
     policy: Annotated[
@@ -518,10 +526,14 @@ def train_bc_command(
     max_minutes: Annotated[float, typer.Option("--max-minutes", help=_BC["max_minutes"])] = 0.0,
     max_steps: Annotated[int, typer.Option("--max-steps", help=_BC["max_steps"])] = 0,
     lr: Annotated[float, typer.Option("--lr", help=_BC["lr"])] = 3e-4,
+    lr_decay_minutes: Annotated[
+        float, typer.Option("--lr-decay-minutes", help=_BC["lr_decay_minutes"])
+    ] = 0.0,
     weight_decay: Annotated[float, typer.Option("--weight-decay", help=_BC["weight_decay"])] = 0.0,
     grad_clip: Annotated[float, typer.Option("--grad-clip", help=_BC["grad_clip"])] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help=_BC["seed"])] = 0,
     pointer_sigma: Annotated[float, typer.Option("--pointer-sigma", help=_BC["pointer_sigma"])] = 0.0,
+    aim_weight: Annotated[float, typer.Option("--aim-weight", help=_BC["aim_weight"])] = 1.0,
     look_before_click: Annotated[
         bool, typer.Option("--look-before-click", help=_BC["look_before_click"])
     ] = False,
@@ -554,20 +566,19 @@ def train_bc_command(
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.bc import train_bc
 
-    overrides: dict[str, int] = {}
+    overrides: dict[str, int | str] = {}
     for item in _split_values(policy):
         key, sep, value = item.partition("=")
         if not sep:
             raise UserError(f"--policy takes KEY=VALUE (e.g. width=8), got {item!r}")
-        try:
-            overrides[key.strip()] = int(value)
-        except ValueError:
-            raise UserError(f"--policy {key}: {value!r} is not an integer") from None
+        value = value.strip()
+        overrides[key.strip()] = int(value) if value.lstrip("-").isdigit() else value  # cell_pool=mean_max
     settings = dict(
         data=str(data),
         out=str(out),
         encoder=encoder,
         weights=str(weights) if weights is not None else None,
+        init=str(init) if init is not None else None,
         layout=layout,
         freeze_blocks=freeze_blocks,
         policy=overrides,
@@ -579,10 +590,12 @@ def train_bc_command(
         max_minutes=max_minutes,
         max_steps=max_steps,
         lr=lr,
+        lr_decay_minutes=lr_decay_minutes,
         weight_decay=weight_decay,
         grad_clip=grad_clip,
         seed=seed,
         pointer_sigma=pointer_sigma,
+        aim_weight=aim_weight,
         look_before_click=look_before_click,
         chunk=chunk,
         save_every=save_every,
@@ -658,7 +671,8 @@ def play_policy_command(
     follow_through: Annotated[
         bool,
         typer.Option(
-            "--follow-through", help="With --point: once a decision acts, its later slots take the likeliest kinds."
+            "--follow-through",
+            help="With --point: once a decision acts, its later slots take the likeliest kinds.",
         ),
     ] = False,
     game: Annotated[
@@ -735,7 +749,8 @@ def template_command(
     name: Annotated[str, typer.Argument(help="The element's name: win, loss, ready, news_ok, alert, ...")],
     rect: Annotated[tuple[int, int, int, int] | None, typer.Option("--rect", help=_RECT_HELP)] = None,
     threshold: Annotated[
-        float, typer.Option("--threshold", help="Mean absolute difference (0..255) under which a crop matches.")
+        float,
+        typer.Option("--threshold", help="Mean absolute difference (0..255) under which a crop matches."),
     ] = 10.0,
     offset: Annotated[
         list[str] | None,
@@ -806,10 +821,17 @@ def record_ai_command(
         str,
         typer.Option("--arena", help="Preset (map seed = game seed), preset:seed, map folder, or all."),
     ] = "plains",
-    seed: Annotated[int, typer.Option("--seed", help="First seed: games 2k and 2k+1 play seed+k, from BLU and from RED.")] = 0,
-    speeds: Annotated[str, typer.Option("--speeds", help="Game speeds 1..5, one per game in turn: 5 or 3,5.")] = "5",
+    seed: Annotated[
+        int, typer.Option("--seed", help="First seed: games 2k and 2k+1 play seed+k, from BLU and from RED.")
+    ] = 0,
+    speeds: Annotated[
+        str, typer.Option("--speeds", help="Game speeds 1..5, one per game in turn: 5 or 3,5.")
+    ] = "5",
     game: Annotated[
-        str, typer.Option("--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb, real time).")
+        str,
+        typer.Option(
+            "--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb, real time)."
+        ),
     ] = "sim",
     size: Annotated[str, typer.Option("--size", help="The game's screen, WIDTHxHEIGHT, 16:9.")] = "960x540",
     codec: Annotated[str, typer.Option("--codec", help="Session video codec: x264 or ffv1.")] = "x264",
@@ -819,11 +841,37 @@ def record_ai_command(
     ] = 365,
     ai_strength: Annotated[float, typer.Option("--ai-strength", help="The game's AI strength, 0..1.")] = 0.5,
     paused_setup: Annotated[
-        bool, typer.Option("--paused-setup", help="The scripted player pauses for its setup (space, as the harness).")
+        bool,
+        typer.Option(
+            "--paused-setup", help="The scripted player pauses for its setup (space, as the harness)."
+        ),
     ] = False,
     after_end: Annotated[
         float, typer.Option("--after-end", help="Seconds recorded after the winner is known.")
     ] = 2.0,
+    think: Annotated[
+        str, typer.Option("--think", help="The scripted player's pause before moving, LOW-HIGH seconds.")
+    ] = "0.1-0.4",
+    press_delay: Annotated[
+        str,
+        typer.Option(
+            "--press-delay", help="The scripted player's rest on a target before pressing, LOW-HIGH seconds."
+        ),
+    ] = "0.25-0.45",
+    first: Annotated[
+        Path | None,
+        typer.Option(
+            "--first",
+            help="Corrections: this policy checkpoint opens each game, then the scripted player takes over "
+            "(training skips the policy's decisions).",
+        ),
+    ] = None,
+    handover: Annotated[
+        str,
+        typer.Option(
+            "--handover", help="With --first: the decision of the handover, LOW-HIGH (drawn per game)."
+        ),
+    ] = "0-150",
 ) -> None:
     """Play and record games without a person: the scripted player or the AI; sessions and results.jsonl."""
     from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
@@ -834,6 +882,18 @@ def record_ai_command(
         levels = tuple(int(part) for part in speeds.replace(",", " ").split())
     except ValueError:
         raise UserError(f"--speeds takes game speeds 1..5 separated by commas, not {speeds!r}") from None
+    low, sep, high = handover.partition("-")
+    try:
+        bounds = (int(low), int(high) if sep else int(low))
+    except ValueError:
+        raise UserError(f"--handover takes LOW-HIGH decisions (e.g. 0-150), not {handover!r}") from None
+    seconds = {}
+    for what, text in (("--think", think), ("--press-delay", press_delay)):
+        low, sep, high = text.partition("-")
+        try:
+            seconds[what] = (float(low), float(high) if sep else float(low))
+        except ValueError:
+            raise UserError(f"{what} takes LOW-HIGH seconds (e.g. 0.1-0.4), not {text!r}") from None
     config = RecordAIConfig(
         out=out,
         player=player,
@@ -850,6 +910,10 @@ def record_ai_command(
         ai_strength=ai_strength,
         paused_setup=paused_setup,
         after_end_s=after_end,
+        think_s=seconds["--think"],
+        press_delay_s=seconds["--press-delay"],
+        first=str(first) if first is not None else None,
+        handover=bounds,
     )
     summary = run_record_ai(config)
     print_json(summary)

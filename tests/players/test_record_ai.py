@@ -282,3 +282,31 @@ def test_ten_frames_a_second_and_speeds_in_turn(tmp_path: Path) -> None:
         assert manifest["game_speed"] == row["speed"] and manifest["hz"] == 10
         assert abs(manifest["frames"] - 2 * row["decisions"]) <= 2
         assert check_session(folder)["verdict"] == "ok"
+
+
+def test_the_scripted_hand_can_be_made_quicker(tmp_path: Path) -> None:
+    def rests(out: Path) -> list[float]:
+        """Seconds between arriving on a target (the last move) and pressing there."""
+        gaps = []
+        for row in rows_of(out):
+            events = [
+                json.loads(line) for line in (out / row["session"] / "inputs.jsonl").read_text().splitlines()
+            ]
+            for before, event in zip(events, events[1:], strict=False):
+                if event["kind"] == "button_down" and before["kind"] == "move":
+                    gaps.append((event["t_ns"] - before["t_ns"]) / 1e9)
+        return gaps
+
+    slow = rests(
+        run_record_ai(config(tmp_path / "person", games=1, arena="plains"))["out"] and tmp_path / "person"
+    )
+    quick_out = tmp_path / "quick"
+    run_record_ai(config(quick_out, games=1, arena="plains", press_delay_s=(0.05, 0.1), think_s=(0.0, 0.05)))
+    quick = rests(quick_out)
+    assert slow and quick
+    assert min(slow) >= 0.25 and max(quick) <= 0.1 + 0.025  # the rest, to the slot (25 ms)
+    settings = json.loads((quick_out / "record-ai.json").read_text())["settings"]
+    assert settings["press_delay_s"] == [0.05, 0.1] and settings["think_s"] == [0.0, 0.05]
+    assert "press_delay_s" not in json.loads((tmp_path / "person" / "record-ai.json").read_text())["settings"]
+    with pytest.raises(UserError, match="--press-delay"):
+        config(tmp_path / "bad", press_delay_s=(0.3, 0.1))

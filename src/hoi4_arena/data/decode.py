@@ -8,7 +8,9 @@ the loss (never relabelled) when it is:
 - a burst (more than eight inputs in 200 ms: its tokens are cut short),
 - recorded without focus (its inputs went elsewhere),
 - with look-before-click on: a decision that presses a mouse button after a move in the same decision
-  (the policy may only press where its pointer already was when the decision began).
+  (the policy may only press where its pointer already was when the decision began),
+- in a demonstration that is not a policy's own session, a decision holding a policy's inputs: the
+  policy's opening of a corrections game (`players/handover.py`), whose mistakes are not to be learned.
 
 `--drop-keys` removes the tokens of the given keys (their slots become no-ops; the other tokens keep
 their slots, so their timing is unchanged). Setup-only keys such as space (0x20) never become tokens
@@ -78,6 +80,8 @@ class DecisionSample:
     focus: bool
     trainable: bool
     """Whether the decision may carry loss (see the module docstring)."""
+    policy_inputs: bool = False
+    """The decision holds a policy's inputs in a session that is not the policy's (a corrections game)."""
 
 
 def parse_keys(values: Sequence[str]) -> tuple[int, ...]:
@@ -133,8 +137,10 @@ def decode_session(
         layout.check_screen(reader.size)
     except ValueError as error:
         raise UserError(f"{reader.path}: {error}") from None
+    foreign_policy = reader.manifest.source != "policy"
     for decision in reader.decisions():
         index = decision.index
+        policy_inputs = foreign_policy and any(event.source == "policy" for event in decision.events)
         if need is not None and index >= len(need):
             raise UserError(f"{reader.path}: holds more decisions than its frame log promised ({len(need)})")
         tokens = drop_key_tokens(decision.tokens, settings.drop_keys)
@@ -151,8 +157,10 @@ def decode_session(
             burst=decision.burst,
             pressed_after_move=after_move,
             focus=decision.focus,
+            policy_inputs=policy_inputs,
             trainable=not decision.burst
             and decision.focus
+            and not policy_inputs
             and not (settings.look_before_click and after_move),
         )
 

@@ -96,6 +96,15 @@ class RecordAIConfig:
     """The scripted player pauses (space) for its setup and unpauses to run the plan."""
     after_end_s: float = 2.0
     """Seconds recorded after the log names the winner (the end panel)."""
+    think_s: tuple[float, float] = (0.1, 0.4)
+    """The scripted player's pause between seeing what to do and starting to move, seconds (low, high)."""
+    press_delay_s: tuple[float, float] = (0.25, 0.45)
+    """The scripted player's rest between arriving on a target and pressing, seconds (low, high)."""
+    first: str | None = None
+    """A policy checkpoint that plays each game's opening before the scripted player takes over
+    (corrections: `players/handover.py`)."""
+    handover: tuple[int, int] = (0, 150)
+    """With --first: the decision of the handover, drawn per game uniformly from this range."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -135,6 +144,24 @@ class RecordAIConfig:
             raise UserError(f"--ai-strength must lie in 0..1, not {self.ai_strength!r}")
         if not 0 <= self.after_end_s <= 60:
             raise UserError(f"--after-end must lie in 0..60 seconds, not {self.after_end_s!r}")
+        for what, bounds in (("--think", self.think_s), ("--press-delay", self.press_delay_s)):
+            if len(tuple(bounds)) != 2 or not 0 <= bounds[0] <= bounds[1] <= 5:
+                raise UserError(f"{what} must be LOW-HIGH seconds with 0 <= LOW <= HIGH <= 5, not {bounds!r}")
+        self.think_s, self.press_delay_s = tuple(self.think_s), tuple(self.press_delay_s)
+        self.handover = tuple(self.handover)
+        if len(self.handover) != 2 or not 0 <= self.handover[0] <= self.handover[1]:
+            raise UserError(
+                f"--handover must be LOW-HIGH decisions with 0 <= LOW <= HIGH, not {self.handover!r}"
+            )
+        if self.first is not None:
+            if self.player != "scripted":
+                raise UserError("--first hands each game over to the scripted player: use --player scripted")
+            if self.paused_setup:
+                raise UserError(
+                    "--first and --paused-setup exclude each other: the policy's opening runs the game"
+                )
+            if not Path(self.first).is_file():
+                raise UserError(f"--first {self.first}: no such checkpoint file")
         height, width = self.size
         if (
             not (MIN_SIZE[0] <= height <= 4320 and MIN_SIZE[1] <= width <= 7680)
@@ -168,6 +195,15 @@ class RecordAIConfig:
             data.pop(key)
         data["size"] = [self.size[1], self.size[0]]
         data["speeds"] = list(self.speeds)
+        data["handover"] = list(self.handover)
+        data["think_s"], data["press_delay_s"] = list(self.think_s), list(self.press_delay_s)
+        # Settings left at their defaults are left out: runs recorded before they existed resume as they were.
+        if self.first is None:
+            data.pop("first")
+            data.pop("handover")
+        for key in ("think_s", "press_delay_s"):
+            if tuple(data[key]) == RecordAIConfig.__dataclass_fields__[key].default:
+                data.pop(key)
         return data
 
 
@@ -194,10 +230,20 @@ class GameRecord:
     setup: dict[str, Any] = field(default_factory=dict)
     session: str | None = None
     notes: list[str] = field(default_factory=list)
+    handover: int | None = None
+    """With --first: the decision at which the scripted player took over."""
 
 
-def make_player(config: RecordAIConfig, seed: int, cursor: tuple[int, int, tuple[int, int]]):
-    """The player of one game: the scripted player, or the AI game's spectator."""
+def make_player(
+    config: RecordAIConfig,
+    seed: int,
+    cursor: tuple[int, int, tuple[int, int]],
+    first: Any = None,
+    side: str = "BLU",
+    speed: int = 5,
+):
+    """The player of one game: the scripted player, the AI game's spectator, or -- with `first` (a
+    `PolicyPlayer`) -- the policy handing over to the scripted player."""
     from hoi4_arena.players.templates import sim_rules
 
     rules = sim_rules(config.size)
@@ -205,9 +251,36 @@ def make_player(config: RecordAIConfig, seed: int, cursor: tuple[int, int, tuple
         from hoi4_arena.players.spectator import Spectator
 
         return Spectator(rules, seed, cursor)
+    from hoi4_arena.players.hand import HandConfig
     from hoi4_arena.players.scripted import PlayerConfig, ScriptedPlayer
 
-    return ScriptedPlayer(rules, seed, PlayerConfig(paused_setup=config.paused_setup), cursor)
+    settings = PlayerConfig(
+        paused_setup=config.paused_setup,
+        think_s=config.think_s,
+        hand=HandConfig(press_delay_s=config.press_delay_s),
+    )
+    scripted = ScriptedPlayer(rules, seed, settings, cursor)
+    if first is None:
+        return scripted
+    from hoi4_arena.play.play_policy import sampling_seed
+    from hoi4_arena.players.handover import HandoverPlayer, draw_handover
+
+    first.reset(sampling_seed(seed, side))
+    return HandoverPlayer(first, scripted, draw_handover(seed, side, *config.handover), speed)
+
+
+def load_first(config: RecordAIConfig) -> Any:
+    """The --first checkpoint as a player (decoded as the quickstart plays it), or None."""
+    if config.first is None:
+        return None
+    from hoi4_arena.play.policy_player import PolicyPlayer
+
+    player = PolicyPlayer(config.first, mode="point", reset_memory=8, follow_through=True)
+    if player.layout.name != "cpu":
+        raise UserError(
+            f"--first {config.first} reads view layout {player.layout.name!r}; record-ai captures 'cpu'"
+        )
+    return player
 
 
 def play_game(
@@ -320,6 +393,7 @@ def play_game(
     strategy = getattr(player, "strategy", None)
     record.strategy = strategy.to_dict() | {"label": strategy.label} if strategy is not None else {}
     record.notes = list(getattr(player, "notes", []))
+    record.handover = getattr(player, "handover", None)
     if match_log is None:
         record.setup = setup_milestones([], side)
         return record
@@ -545,6 +619,7 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
     interrupted = False
     limit = config.games if config.games is not None else 10**9
     index = 0
+    first = load_first(config)
     with _Progress(config, len(done)) as progress, _workers(config) as open_game:
         while index < limit:
             if index in done:
@@ -555,7 +630,8 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
                 break
             name, spec, seed, side, speed = config.plan(index)
             slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(name).name).strip("-.") or "map"
-            session_id = f"{config.player}-g{index:04d}-{slug}-s{seed}-{side}"
+            kind = config.player if first is None else "handover"
+            session_id = f"{kind}-g{index:04d}-{slug}-s{seed}-{side}"
             folder = config.out / session_id
             remove_unfinished(folder)
             recorder = Recorder(
@@ -577,7 +653,8 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
                 try:
                     with open_game(spec, seed, side, speed) as worker:
                         rgba, hotspot = worker.pointer_image()
-                        player = make_player(config, seed, (rgba.shape[1], rgba.shape[0], tuple(hotspot)))
+                        cursor = (rgba.shape[1], rgba.shape[0], tuple(hotspot))
+                        player = make_player(config, seed, cursor, first, side, speed)
                         record = play_game(
                             worker,
                             player,
@@ -628,6 +705,7 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
                     ),
                     "session": session_id if record.session is not None else None,
                     "setup": record.setup,
+                    **({"handover": record.handover} if first is not None else {}),
                 },
             )
             append_result(results_path, row)
