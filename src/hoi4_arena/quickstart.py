@@ -5,12 +5,14 @@ Five stages, each leaving its output in OUT and resuming where it stopped when r
 1. demonstrations (OUT/demos): the scripted player plays the game's AI in the headless simulator and
    every game is recorded as a session (`record-ai`); the last games are held out for validation
    (OUT/demos/splits.json). Demonstration games are short (`--demo-max-days`): their first days hold
-   the setup and the first replans, what a policy must learn before anything else;
+   the setup and the first replans, what a policy must learn before anything else; the scripted hand
+   is quick (`DEMO_HAND`), so a click lands in the decision the pointer arrives in or the next;
 2. baselines (OUT/eval/{scripted,random}): the scripted player and a random policy play the game's AI
    on the evaluation seeds, each seed from both sides (`record-ai`, `play-policy`); played before
    training so that the time they took is known when training's share of the budget is worked out;
 3. training (OUT/bc): behaviour cloning on the demonstrations within the time the budget leaves
-   (`train-bc` with the settings of `BC_SETTINGS`, TensorBoard logs in OUT/bc/tb);
+   (`train-bc` with the settings of `BC_SETTINGS`, the learning rate decayed over those minutes,
+   TensorBoard logs in OUT/bc/tb);
 4. evaluation (OUT/eval/learned): the learned checkpoint plays the same seeds and sides
    (`play-policy` with `PLAY_SETTINGS`), games of the full length (`--max-days`);
 5. report (OUT/report.html, OUT/report.json, pictures in OUT/report/): each player's record with a
@@ -62,15 +64,22 @@ SMALL_POLICY = {
     "fovea_dim": 64,
     "hidden": 128,
     "head_dim": 128,
+    "cell_pool": "mean_max",
 }
+# ... the pointer loss of aim moves (where clicks and drags land) weighted 4x, the learning rate decayed
+# along a cosine over the training minutes the budget leaves (set when training starts).
 BC_SETTINGS: dict[str, Any] = {
     "window": 8,
     "idle_windows": 0.1,
     "lr": 1e-3,
+    "aim_weight": 4.0,
     "chunk": 16,
     "hold_gb": 12.0,
     "policy": SMALL_POLICY,
 }
+# The demonstrations' scripted hand rests briefly (a click lands in the decision the pointer arrives in,
+# or the next), so the actions a policy must learn are short (docs/learning.md).
+DEMO_HAND: dict[str, Any] = {"think_s": (0.05, 0.15), "press_delay_s": (0.05, 0.1)}
 # The learned policy plays as it trained: a fresh memory every training window; each move on its
 # likeliest point; whether to act sampled, and an action, once begun, completed with its likeliest kinds.
 PLAY_SETTINGS: dict[str, Any] = {"point": True, "reset_memory": BC_SETTINGS["window"], "follow_through": True}
@@ -86,7 +95,7 @@ class QuickstartConfig:
     """Wall-clock minutes for the whole run; training gets what the other stages leave."""
     arena: str = "plains"
     """Arena preset (its map of seed 0) or preset:seed: every game of the run plays this map."""
-    games: int = 10
+    games: int = 20
     """Evaluation games per player (learned, scripted, random), on the same seeds, sides alternating."""
     demo_games: int = 96
     """Scripted games recorded as demonstrations."""
@@ -106,7 +115,7 @@ class QuickstartConfig:
     """Torch CPU threads for training and play."""
     workers: int = 2
     """Background processes decoding the demonstrations into memory before training."""
-    eval_seconds_per_game: float = 30.0
+    eval_seconds_per_game: float = 12.0
     """Wall seconds reserved per game of the learned policy when the training budget is worked out."""
     progress: bool = True
 
@@ -204,6 +213,7 @@ def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
             size=config.size,
             max_days=config.demo_max_days,
             progress=config.progress,
+            **DEMO_HAND,
         )
     )
     sessions = [row.extra["session"] for row in read_results(demos / "results.jsonl") if row.valid]
@@ -219,8 +229,9 @@ def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
     }
 
 
-def train(config: QuickstartConfig, minutes: float) -> dict[str, Any]:
-    """Behaviour cloning on the demonstrations for `minutes` of wall time (resuming a stopped run)."""
+def train(config: QuickstartConfig, minutes: float, planned: float) -> dict[str, Any]:
+    """Behaviour cloning on the demonstrations for `minutes` of wall time (resuming a stopped run); the
+    learning rate decays over the `planned` minutes of the whole run."""
     from hoi4_arena.training.bc import train_bc
     from hoi4_arena.training.bc_config import BCConfig
 
@@ -235,6 +246,7 @@ def train(config: QuickstartConfig, minutes: float) -> dict[str, Any]:
         workers=config.workers,
         save_every=60.0,
         sources=("scripted",),
+        lr_decay_minutes=planned,
         **BC_SETTINGS,
     )
     if (out / "progress.pt").exists():
@@ -413,7 +425,8 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     strip_frames = 0
     if learned_rows:
         best = max(
-            learned_rows, key=lambda r: (r.outcome == "win", bool((r.extra.get("setup") or {}).get("complete")))
+            learned_rows,
+            key=lambda r: (r.outcome == "win", bool((r.extra.get("setup") or {}).get("complete"))),
         )
         strip_frames = _frame_strip(
             out / "eval" / "learned" / best.extra["session"], pictures / "learned-game.png"
@@ -500,7 +513,7 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:4px 8px;te
 td:first-child{{text-align:left}}img{{margin:4px;border:1px solid #ccc;max-width:100%}}</style></head><body>
 <h1>hoi4-arena quickstart</h1>
 <p>Arena <b>{esc(result["arena"])}</b>, {config.size[1]}x{config.size[0]}, speed {config.speed}.
-{config.demo_games} scripted demonstrations of at most {config.demo_max_days} days; behaviour cloning for
+{config.demo_games} scripted demonstrations of at most {config.demo_max_days} days (a quick hand: {esc(_settings_text(DEMO_HAND))}); behaviour cloning for
 {training.get("steps", "?")} steps ({training.get("decisions_seen", "?")} decisions, {esc(_settings_text(BC_SETTINGS))});
 the learned policy plays with {esc(_settings_text(PLAY_SETTINGS))}; each player played the game's AI
 {config.games} times on the same seeds (each seed from both sides). Whole run: {result["seconds"] / 60:.1f} min.</p>
@@ -557,7 +570,7 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
                     state.save(config.out)
                 left = state.train_minutes - trained_minutes(config.out)
                 stderr.print(f"  training for {left:.1f} of {state.train_minutes:.1f} minutes")
-                finish(stage, train(config, left))
+                finish(stage, train(config, left, state.train_minutes))
             else:
                 finish(stage, evaluate_learned(config))
         stderr.print(f"[bold]{total}/{total} report[/]")
