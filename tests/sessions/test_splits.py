@@ -33,6 +33,15 @@ def test_sessions_are_found_and_incomplete_ones_skipped_with_a_warning(data: Pat
     assert "skipping incomplete session" in caplog.text and "salvage" in caplog.text
 
 
+def test_linked_sessions_are_found_once_and_link_loops_end(data: Path, tmp_path_factory) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    write_session(elsewhere / "e", times=frame_times(3, 10.0), id="e", split="train", source="human")
+    (data / "gathered").mkdir()
+    (data / "gathered" / "e").symlink_to(elsewhere / "e", target_is_directory=True)
+    (data / "gathered" / "again").symlink_to(data / "gathered", target_is_directory=True)  # a loop
+    assert ids(iter_sessions(data)) == ["a", "b", "e", "c"]
+
+
 def test_manifest_split_and_sources(data: Path) -> None:
     assert ids(iter_sessions(data, split="train")) == ["a", "b"]
     assert ids(iter_sessions(data, split="val")) == ["c"]

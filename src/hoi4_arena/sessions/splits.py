@@ -62,12 +62,21 @@ def load_splits(data_dir: str | os.PathLike) -> dict[str, str]:
 
 
 def find_session_folders(data_dir: str | os.PathLike) -> list[Path]:
-    """Every folder under `data_dir` that holds a manifest.json, sorted; sessions are not searched inside."""
+    """Every folder under `data_dir` that holds a manifest.json, sorted; sessions are not searched inside.
+
+    Symbolic links to folders are followed (a data folder may gather sessions kept elsewhere); a folder
+    reached twice, through links or a loop of them, is visited once."""
     root = Path(data_dir)
     if not root.is_dir():
         raise UserError(f"{root}: no such data folder")
     found = []
-    for current, dirs, files in os.walk(root):
+    visited: set[str] = set()
+    for current, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(current)
+        if real in visited:
+            dirs[:] = []
+            continue
+        visited.add(real)
         if MANIFEST in files:
             found.append(Path(current))
             dirs[:] = []
