@@ -500,6 +500,15 @@ from hoi4_arena.training.bc_config import field_help as _field_help  # noqa: E40
 _BC = _field_help(_BCConfig)
 
 
+def _low_high(text: str, option: str, kind: type, what: str) -> tuple:
+    """`LOW-HIGH` (or a single value) as (low, high) of `kind`; UserError naming `option` otherwise."""
+    low, sep, high = text.partition("-")
+    try:
+        return kind(low), kind(high if sep else low)
+    except ValueError:
+        raise UserError(f"{option} takes LOW-HIGH {what}, not {text!r}") from None
+
+
 def _split_values(values: list[str] | None) -> list[str]:
     """Repeated options and comma-separated values alike: --sources human,scripted --sources ai."""
     return [part for value in values or () for part in value.replace(",", " ").split()]
@@ -882,18 +891,9 @@ def record_ai_command(
         levels = tuple(int(part) for part in speeds.replace(",", " ").split())
     except ValueError:
         raise UserError(f"--speeds takes game speeds 1..5 separated by commas, not {speeds!r}") from None
-    low, sep, high = handover.partition("-")
-    try:
-        bounds = (int(low), int(high) if sep else int(low))
-    except ValueError:
-        raise UserError(f"--handover takes LOW-HIGH decisions (e.g. 0-150), not {handover!r}") from None
-    seconds = {}
-    for what, text in (("--think", think), ("--press-delay", press_delay)):
-        low, sep, high = text.partition("-")
-        try:
-            seconds[what] = (float(low), float(high) if sep else float(low))
-        except ValueError:
-            raise UserError(f"{what} takes LOW-HIGH seconds (e.g. 0.1-0.4), not {text!r}") from None
+    bounds = _low_high(handover, "--handover", int, "decisions (e.g. 0-150)")
+    think_s = _low_high(think, "--think", float, "seconds (e.g. 0.1-0.4)")
+    press_delay_s = _low_high(press_delay, "--press-delay", float, "seconds (e.g. 0.25-0.45)")
     config = RecordAIConfig(
         out=out,
         player=player,
@@ -910,8 +910,8 @@ def record_ai_command(
         ai_strength=ai_strength,
         paused_setup=paused_setup,
         after_end_s=after_end,
-        think_s=seconds["--think"],
-        press_delay_s=seconds["--press-delay"],
+        think_s=think_s,
+        press_delay_s=press_delay_s,
         first=str(first) if first is not None else None,
         handover=bounds,
     )

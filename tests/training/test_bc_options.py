@@ -8,6 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from test_bc_train import TINY
+from test_bc_train import config as bc_config
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
@@ -17,7 +19,6 @@ from hoi4_arena.training.bc_config import BCConfig
 
 LEFT_DOWN, LEFT_UP = BUTTON_KINDS["left", "down"], BUTTON_KINDS["left", "up"]
 RIGHT_DOWN, RIGHT_UP = BUTTON_KINDS["right", "down"], BUTTON_KINDS["right", "up"]
-TINY = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, hidden=48, head_dim=48, position_dim=16)
 
 
 def window(*decisions: list[int]) -> torch.Tensor:
@@ -60,22 +61,8 @@ def test_slot_nll_weights_only_the_pointer_terms() -> None:
 
 
 def config(data: Path, out: Path, **changes) -> BCConfig:
-    settings = dict(
-        data=str(data),
-        out=str(out),
-        policy=TINY,
-        window=4,
-        batch=4,
-        workers=0,
-        lr=1e-2,
-        threads=1,
-        chunk=0,
-        shuffle_windows=16,
-        save_every=3600.0,
-        max_steps=4,
-        epochs=5,
-    )
-    return BCConfig(**(settings | changes))
+    """test_bc_train's tiny run, four steps long."""
+    return bc_config(data, out, **({"max_steps": 4, "epochs": 5} | changes))
 
 
 def test_aim_weight_changes_what_is_learned_and_is_stored(marker_data: Path, tmp_path: Path) -> None:

@@ -270,16 +270,18 @@ def make_player(
 
 
 def load_first(config: RecordAIConfig) -> Any:
-    """The --first checkpoint as a player (decoded as the quickstart plays it), or None."""
+    """The --first checkpoint as a player, decoded as the quickstart plays (each move on its likeliest
+    point, actions followed through, the memory renewed every training window), or None."""
     if config.first is None:
         return None
     from hoi4_arena.play.policy_player import PolicyPlayer
 
-    player = PolicyPlayer(config.first, mode="point", reset_memory=8, follow_through=True)
+    player = PolicyPlayer(config.first, mode="point", follow_through=True)
     if player.layout.name != "cpu":
         raise UserError(
             f"--first {config.first} reads view layout {player.layout.name!r}; record-ai captures 'cpu'"
         )
+    player.reset_memory = int(player.checkpoint.extra.get("train_config", {}).get("window", 0))
     return player
 
 

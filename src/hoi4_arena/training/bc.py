@@ -15,12 +15,13 @@ end of each epoch (held-out metrics, checkpoints). The pieces:
   decisions that count: in the window's region, not padding, not a burst, recorded with focus, and --
   with `look_before_click` -- not a decision that presses after a move. Masked, never relabelled.
   `lr_decay_minutes` cosine-decays the learning rate to 0 over that much training time (the run's
-  accumulated train_seconds, so a resumed run goes on along the same curve; the rate then depends on the
-  machine's speed, as a --max-minutes run's length does). `init` starts the weights from a checkpoint of the same architecture (a second round of training on
-  more data, e.g. corrections); the optimizer starts afresh. `pointer_sigma` scores moves against a Gaussian blob (models/pointer_target.py). `aim_weight`
-  multiplies the pointer terms of aim moves (`aim_moves`: the last move before a mouse button token,
-  where a click or a drag lands); the other moves of a path keep weight 1. The held-out loss is never
-  weighted.
+  accumulated train_seconds, so a resumed run goes on along the same curve; the rate then depends on
+  the machine's speed, as a --max-minutes run's length does). `init` starts the weights from a
+  checkpoint of the same architecture (a second round of training on more data, e.g. corrections); the
+  optimizer starts afresh. `pointer_sigma` scores moves against a Gaussian blob
+  (models/pointer_target.py). `aim_weight` multiplies the pointer terms of aim moves (`aim_moves`: the
+  last move before a mouse button token, where a click or a drag lands); the other moves of a path keep
+  weight 1. The held-out loss is never weighted.
 - Saves: OUT/epoch-NNNN.pt and OUT/last.pt after each epoch; OUT/progress.pt (model, optimizer, RNG
   states, data position, counters) every `save_every` seconds and after each epoch; a clean stop
   (--max-minutes, --max-steps, Ctrl+C) saves progress.pt and last.pt. `resume=True` continues from
