@@ -28,7 +28,7 @@ from pathlib import Path
 from hoi4_arena.data.decode import DecodeSettings
 from hoi4_arena.data.loader import DataSettings, WindowLoader
 from hoi4_arena.data.sources import find_sessions
-from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 
 
 def epoch_rate(loader: WindowLoader, sessions: list, epoch: int) -> tuple[float, int]:

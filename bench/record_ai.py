@@ -32,8 +32,8 @@ from pathlib import Path
 
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.presets import PRESETS
-from hoi4_arena.players import record_ai
-from hoi4_arena.players.record_ai import RecordAIConfig, make_player, play_game, run_record_ai
+from hoi4_arena.play import record_ai
+from hoi4_arena.play.record_ai import RecordAIConfig, make_player, play_game, run_record_ai
 from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.worker import CaptureRequest

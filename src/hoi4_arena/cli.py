@@ -883,7 +883,7 @@ def record_ai_command(
     ] = "0-150",
 ) -> None:
     """Play and record games without a person: the scripted player or the AI; sessions and results.jsonl."""
-    from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+    from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
     from hoi4_arena.sim.window import parse_size
     from hoi4_arena.terminal import print_json
 

@@ -199,7 +199,7 @@ class RunState:
 
 def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
     """Scripted games against the AI, recorded; the last `val_games` sessions held out."""
-    from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+    from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 
     demos = config.out / "demos"
     summary = run_record_ai(
@@ -279,7 +279,7 @@ def _eval_settings(config: QuickstartConfig) -> dict[str, Any]:
 def evaluate_baselines(config: QuickstartConfig) -> dict[str, Any]:
     """The scripted player and a random policy on the evaluation seeds and sides."""
     from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
-    from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+    from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 
     folder = config.out / "eval"
     common = _eval_settings(config)

@@ -11,7 +11,7 @@ import pytest
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import parse_line
-from hoi4_arena.players.record_ai import play_game
+from hoi4_arena.play.record_ai import play_game
 from hoi4_arena.players.scripted import PlayerConfig, ScriptedPlayer, Strategy, StrategyMix
 from hoi4_arena.players.templates import Rules, sim_rules
 from hoi4_arena.screen.events import VK_SPACE

@@ -140,7 +140,7 @@ if __name__ == "__main__":
     import sys
 
     from hoi4_arena.play.policy_player import PolicyPlayer
-    from hoi4_arena.players.record_ai import play_game
+    from hoi4_arena.play.record_ai import play_game
     from hoi4_arena.players.scripted import ScriptedPlayer
     from hoi4_arena.players.templates import sim_rules
     from hoi4_arena.screen.sim_worker import SimWorker

@@ -14,7 +14,7 @@ from PIL import Image
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.evaluation.winrate import win_rate
-from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 from hoi4_arena.sessions.check import check_session
 from hoi4_arena.sessions.reader import SessionReader
 
@@ -246,7 +246,7 @@ def test_a_crashed_game_is_kept_invalid_and_the_run_goes_on(tmp_path: Path, monk
 
 def test_recording_does_not_change_the_game(tmp_path: Path) -> None:
     """The recorder shares the player's capture; the player must play the same game either way."""
-    from hoi4_arena.players.record_ai import make_player, play_game
+    from hoi4_arena.play.record_ai import make_player, play_game
     from hoi4_arena.screen.sim_worker import SimWorker
 
     settings = config(tmp_path / "run", games=1, max_days=12)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hoi4_arena.players.record_ai import RecordAIConfig, run_record_ai
+from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 from hoi4_arena.sessions.check import check_session
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow]
