@@ -144,17 +144,25 @@ def win_rate_command(
 @app.command("check-session", rich_help_panel="Record")
 def check_session_command(
     folders: Annotated[list[Path], typer.Argument(help="Session folders to check.")],
+    allow_live: Annotated[
+        bool, typer.Option("--allow-live", help="A session still recording passes (exit 0, not 3).")
+    ] = False,
 ) -> None:
-    """Check recorded sessions without decoding their video; exit 1 if any fails."""
-    from hoi4_arena.sessions.check import check_sessions, verdict_line
+    """Check recorded sessions without decoding their video.
+
+    Exit status: 0 when every session is complete and valid, 1 when any is incomplete or failed, 3 when
+    the others are fine but one or more is still recording (0 with --allow-live).
+    """
+    from hoi4_arena.sessions.check import check_sessions, exit_status, verdict_line
     from hoi4_arena.terminal import print_json, stderr
 
-    reports, passed = check_sessions(folders)
+    reports, _ = check_sessions(folders)
+    status = exit_status(reports, allow_live=allow_live)
     for report in reports:
         stderr.print(verdict_line(report), highlight=False)
-    print_json({"passed": passed, "sessions": reports})
-    if not passed:
-        raise typer.Exit(1)
+    print_json({"passed": status == 0, "exit_status": status, "sessions": reports})
+    if status:
+        raise typer.Exit(status)
 
 
 @app.command("salvage", rich_help_panel="Record")

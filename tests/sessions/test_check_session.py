@@ -122,3 +122,55 @@ def test_check_session_command(tmp_path: Path) -> None:
     assert [s["verdict"] for s in summary["sessions"]] == ["ok", "failed"]
     assert "inputs.jsonl: line 1: unknown event kind 'jump'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def _live(folder: Path) -> Path:
+    """Make `folder` look like a session a recorder on another machine is still writing."""
+    lock = {"pid": 1, "hostname": "elsewhere.invalid", "started": "2026-01-01T00:00:00Z", "create_time": None}
+    (folder / "recording.lock").write_text(json.dumps(lock))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("kinds", "allow_live", "status"),
+    [
+        (["ok"], False, 0),
+        (["ok", "live"], False, 3),
+        (["ok", "live"], True, 0),
+        (["live", "bad"], False, 1),
+        (["live", "bad"], True, 1),
+        (["ok", "incomplete"], False, 1),
+    ],
+)
+def test_check_session_exit_status(tmp_path: Path, kinds: list[str], allow_live: bool, status: int) -> None:
+    folders = []
+    for i, kind in enumerate(kinds):
+        folder = good(tmp_path, f"{kind}{i}")
+        if kind == "live":
+            _live(folder)
+        elif kind == "bad":
+            (folder / "inputs.jsonl").write_bytes(b'{"t_ns": 1, "kind": "jump"}\n')
+        elif kind == "incomplete":
+            manifest = json.loads((folder / "manifest.json").read_text())
+            manifest["complete"] = False
+            (folder / "manifest.json").write_text(json.dumps(manifest))
+        folders.append(str(folder))
+    command = [sys.executable, "-m", "hoi4_arena.cli", "check-session", *folders]
+    if allow_live:
+        command.append("--allow-live")
+    out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "COLUMNS": "300"})
+    assert out.returncode == status, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["exit_status"] == status and summary["passed"] is (status == 0)
+    assert "Traceback" not in out.stderr
+
+
+def test_check_session_help_documents_the_exit_status() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "hoi4_arena.cli", "check-session", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert out.returncode == 0
+    assert "--allow-live" in out.stdout and "3 when" in out.stdout

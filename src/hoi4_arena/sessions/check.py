@@ -6,7 +6,9 @@ lines inside the frame range, and counts the decisions, their bursts (more than 
 excluded from training) and the setup-only keys the tokens drop. A session whose lock names a live
 recorder is "recording", not a failure; one whose recorder died is "incomplete" until `salvage` runs.
 
-Verdicts: ok, recording, incomplete, failed. Only ok and recording pass.
+Verdicts: ok, recording, incomplete, failed. The command's exit status (`exit_status`): 0 when every
+session is ok, 1 when any is incomplete or failed, 3 when the rest are ok but one or more is still
+recording (0 for those too with `allow_live`), so a script can tell live data from finished data.
 
 Try: hoi4-arena check-session runs/s1 runs/s2
 """
@@ -22,6 +24,7 @@ from hoi4_arena.sessions.format import VIDEO, session_folder
 from hoi4_arena.sessions.lock import read_lock
 
 PASSING = ("ok", "recording")
+EXIT_OK, EXIT_FAILED, EXIT_RECORDING = 0, 1, 3
 
 
 def check_session(folder: str | os.PathLike) -> dict[str, Any]:
@@ -123,9 +126,19 @@ def check_session(folder: str | os.PathLike) -> dict[str, Any]:
 
 
 def check_sessions(folders: list[Path]) -> tuple[list[dict[str, Any]], bool]:
-    """Reports for each folder and whether all of them pass."""
+    """Reports for each folder and whether all of them pass (ok, or still recording)."""
     reports = [check_session(folder) for folder in folders]
     return reports, all(report["verdict"] in PASSING for report in reports)
+
+
+def exit_status(reports: list[dict[str, Any]], allow_live: bool = False) -> int:
+    """0 when all are ok (or live, with `allow_live`), 1 when any is incomplete or failed, else 3."""
+    verdicts = {report["verdict"] for report in reports}
+    if verdicts - set(PASSING):
+        return EXIT_FAILED
+    if "recording" in verdicts and not allow_live:
+        return EXIT_RECORDING
+    return EXIT_OK
 
 
 def verdict_line(report: dict[str, Any]) -> str:
