@@ -330,9 +330,11 @@ class SimEnv(gymnasium.Env):
 
 
 def register() -> None:
-    """Register `hoi4_arena/Sim-v0` with Gymnasium (done on import; a second call does nothing)."""
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="hoi4_arena.screen.env:SimEnv")
+    """Register `hoi4_arena/Sim-v0` and `hoi4_arena/SimFlat-v0` with Gymnasium (done on import; a second
+    call does nothing). `import hoi4_arena` registers them too (`screen/registration.py`)."""
+    from hoi4_arena.screen.registration import register_envs
+
+    register_envs()
 
 
 register()
