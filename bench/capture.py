@@ -28,8 +28,8 @@ import mss
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-# The target window the tests use (tests/screen/apps), started the same way.
-sys.path.insert(0, str(ROOT / "tests" / "screen"))
+# The target window the tests use (tests/apps), started the same way.
+sys.path.insert(0, str(ROOT / "tests"))
 
 from apps.target import PatternApp  # noqa: E402
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "screen"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from apps.target import PatternApp  # noqa: E402 -- the tests' target window
 

@@ -1,11 +1,39 @@
-"""Fixtures every test folder shares: a private Xvfb, and SDL kept off any real display."""
+"""Fixtures every test folder shares: SDL kept off any real display, and the X11 test bench.
+
+The X11 bench is one set of fixtures for every test that needs a real X server:
+
+- `xvfb` / `xdisplay`: a fresh private Xvfb for one test (its DISPLAY set in the test's environment);
+- `server`: a private Xvfb (1920x1080x24) shared by one test module;
+- `app`: the test target window (`tests/apps/pattern_window.py`) on `server`, started once per module;
+  a module sets its size, seed or title with `pytest.mark.pattern_app(width=..., seed=..., title=...)`;
+- `person`: someone at the keyboard and mouse, XTest input from an X connection of its own, who gives the
+  target window the focus first and gives it back at the end;
+- `sim_window`: `hoi4-arena sim` in a window on `server`, an X11 worker attached to it;
+- `worker`: an X11 worker attached to the focused target window (keyword arguments from
+  `pytest.mark.x11_worker(...)`, e.g. `listen=False`); at teardown no key or button may be held.
+
+Every server is stopped by its PID at teardown.
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
+import numpy as np
 import pytest
+from Xlib import XK, X
+from Xlib.display import Display
+from Xlib.ext import xtest
 
+from apps.target import PatternApp
+from hoi4_arena.screen.events import KEY_CODES, InputEvent
+from hoi4_arena.screen.worker import CaptureRequest, WorkerError
+from hoi4_arena.screen.x11_worker import X11Worker
 from hoi4_arena.screen.xvfb import Xvfb
 
 # No test may open a window on the developer's own display or play sound.
@@ -13,8 +41,13 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "pattern_app(**options): the module's target window (PatternApp options)")
+    config.addinivalue_line("markers", "x11_worker(**options): the module's X11Worker keyword arguments")
+
+
 @pytest.fixture
-def xvfb() -> Xvfb:
+def xvfb() -> Iterator[Xvfb]:
     """A fresh private Xvfb (1920x1080x24) for one test; stopped by its PID at teardown."""
     server = Xvfb().start()
     try:
@@ -28,3 +61,229 @@ def xdisplay(xvfb: Xvfb, monkeypatch: pytest.MonkeyPatch) -> str:
     """A private Xvfb's DISPLAY, also set in this test's environment."""
     monkeypatch.setenv("DISPLAY", xvfb.display)
     return xvfb.display
+
+
+def _marker_options(request: pytest.FixtureRequest, name: str) -> dict:
+    marker = request.node.get_closest_marker(name)
+    return dict(marker.kwargs) if marker else {}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Xvfb]:
+    """A private Xvfb for one test module."""
+    with Xvfb() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def app(server: Xvfb, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The target window on `server`, with the module's `pattern_app` options; its event log in a temp dir."""
+    log = tmp_path_factory.mktemp("app") / "events.jsonl"
+    with PatternApp(server.display, log, **_marker_options(request, "pattern_app")) as running:
+        yield running
+
+
+class Person:
+    """Someone at the keyboard and mouse: XTest input from an X connection of its own (`conn`).
+
+    Each action returns the monotonic times just before it was sent and just after the server had it.
+    """
+
+    def __init__(self, display: str, app) -> None:
+        self.conn = Display(display)
+        self.app = app
+        self.window = self.conn.create_resource_object("window", app.window)
+        self.focus(app.window)
+
+    def focus(self, window_id: int) -> None:
+        self.conn.create_resource_object("window", window_id).set_input_focus(X.RevertToParent, X.CurrentTime)
+        self.conn.sync()
+
+    def _timed(self, *fakes: tuple) -> tuple[int, int]:
+        before = time.monotonic_ns()
+        for args, kwargs in fakes:
+            xtest.fake_input(self.conn, *args, **kwargs)
+        self.conn.sync()
+        return before, time.monotonic_ns()
+
+    def move(self, x: int, y: int) -> tuple[int, int]:
+        """The pointer to (x, y) in the target window's client coordinates."""
+        origin = self.conn.screen().root.translate_coords(self.window, 0, 0)
+        return self._timed(((X.MotionNotify,), {"x": origin.x + x, "y": origin.y + y}))
+
+    def click(self, button: int = 1) -> tuple[int, int]:
+        return self._timed(((X.ButtonPress, button), {}), ((X.ButtonRelease, button), {}))
+
+    def key(self, name: str, down: bool) -> tuple[int, int]:
+        """Press or release the key of X keysym `name` ("a", "Shift_L", ...)."""
+        keycode = self.conn.keysym_to_keycode(XK.string_to_keysym(name))
+        return self._timed(((X.KeyPress if down else X.KeyRelease, keycode), {}))
+
+    def tap(self, name: str) -> tuple[int, int]:
+        before, _ = self.key(name, True)
+        _, after = self.key(name, False)
+        return before, after
+
+    def other_window(self, x: int = 700, y: int = 100) -> int:
+        """A second mapped top-level window (50x50 at x, y) to take the focus or the pointer away to."""
+        screen = self.conn.screen()
+        window = screen.root.create_window(x, y, 50, 50, 0, screen.root_depth, X.InputOutput)
+        window.map()
+        self.conn.sync()
+        return window.id
+
+    def held_keys(self) -> set[int]:
+        """Keycodes the X server has down now."""
+        keymap = self.conn.query_keymap()
+        return {byte * 8 + bit for byte, bits in enumerate(keymap) for bit in range(8) if bits >> bit & 1}
+
+    def held_buttons(self) -> set[int]:
+        """Pointer buttons (1-3) the X server has down now."""
+        mask = self.conn.screen().root.query_pointer().mask
+        return {n for n, bit in ((1, X.Button1Mask), (2, X.Button2Mask), (3, X.Button3Mask)) if mask & bit}
+
+    def close(self) -> None:
+        self.focus(self.app.window)  # the next test starts with the target focused
+        self.conn.close()
+
+
+@pytest.fixture
+def person(server: Xvfb, app) -> Iterator[Person]:
+    someone = Person(server.display, app)
+    yield someone
+    someone.close()
+
+
+@pytest.fixture
+def worker(server: Xvfb, app, person: Person, request: pytest.FixtureRequest):
+    """An X11 worker attached to the focused target window, its recorded-input queue drained."""
+    opened = X11Worker(server.display, window=app.pid, **_marker_options(request, "x11_worker"))
+    opened.events()  # start from a clean queue
+    yield opened
+    opened.close()
+    assert not person.held_keys() and not person.held_buttons(), "a test left input held"
+
+
+# SDL takes a key release followed within 2 ms (X server time) by a press of the same key for auto-repeat.
+SPACING_NS = 4_000_000
+
+
+class SimWindow:
+    """`hoi4-arena sim ARGS` running on a private display, and an X11 worker attached to its window."""
+
+    def __init__(self, display: str, userdir: Path, *args: str) -> None:
+        env = {**os.environ, "DISPLAY": display, "SDL_AUDIODRIVER": "dummy"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "hoi4_arena.cli", "sim", *args, "--userdir", str(userdir)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.log = userdir / "logs" / "game.log"
+        self.result: tuple[int, str] | None = None
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.worker = X11Worker(
+                    display, window=self.process.pid, game_log_path=self.log, listen=False
+                )
+                break
+            except WorkerError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.process.terminate()
+                    _, err = self.process.communicate(timeout=20)
+                    raise RuntimeError(f"the window did not appear: {err.decode()}") from None
+                time.sleep(0.1)
+        self.conn = Display(display)
+        self.window = self.conn.create_resource_object("window", self.worker.window.id)
+
+    def focus(self) -> None:
+        # There is no window manager on Xvfb: give the window the keyboard as one would have it.
+        self.window.set_input_focus(X.RevertToParent, X.CurrentTime)
+        self.conn.sync()
+        deadline = time.monotonic() + 5
+        while not self.worker.focus():
+            assert time.monotonic() < deadline, "the window never got the focus"
+            time.sleep(0.02)
+
+    def point(self, x: int, y: int) -> None:
+        left, top = self.worker.client_rect[:2]
+        xtest.fake_input(self.conn, X.MotionNotify, x=left + x, y=top + y)
+        self.conn.sync()
+
+    def send(self, events: list) -> None:
+        """The simulator's events (`sim.input.SimEvent`) as real X input (XTest through the X11 worker, armed for a harness), 4 ms apart.
+
+        The spacing matters: SDL takes a key release followed within 2 ms (X server time) by a press of
+        the same key anywhere in its queue for auto-repeat and drops both, so a burst that types "ee"
+        would type one "e". A person, or a policy's 25 ms slots, never come that close.
+        """
+        start = time.monotonic_ns() + 20_000_000
+        converted = [
+            InputEvent(
+                start + i * SPACING_NS,
+                e.kind,
+                e.x,
+                e.y,
+                button=e.button,
+                key=KEY_CODES[e.key] if e.key else 0,
+                delta=e.delta,
+            )
+            for i, e in enumerate(events)
+        ]
+        self.worker.apply(converted, timed=True)
+        time.sleep((converted[-1].t_ns - time.monotonic_ns()) / 1e9 + 0.02)
+
+    def capture(self) -> np.ndarray:
+        return self.worker.capture(CaptureRequest(views=False, full=True)).frame
+
+    def wait_for(self, *expected: np.ndarray, timeout: float = 15.0, what: str = "") -> np.ndarray:
+        """Capture until the window shows one of `expected`; fail with the difference if it never does."""
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = self.capture()
+            if any(np.array_equal(frame, e) for e in expected):
+                return frame
+            if time.monotonic() > deadline:
+                diff = np.argwhere((frame != expected[0]).any(axis=2))
+                pytest.fail(
+                    f"{what}: the window differs from the headless frame at {len(diff)} pixels: {diff[:5].tolist()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> tuple[int, str]:
+        """Close the worker (and its guardian) and end the window; returns its exit status and stdout."""
+        if hasattr(self, "worker"):
+            self.worker.close()
+            self.conn.close()
+            del self.worker
+        if self.result is None:
+            if self.process.poll() is None:
+                self.process.terminate()
+            out, _ = self.process.communicate(timeout=20)
+            self.result = (self.process.returncode, out.decode())
+        return self.result
+
+
+@pytest.fixture
+def sim_window(server: Xvfb, tmp_path: Path) -> Iterator[Callable[..., SimWindow]]:
+    """sim_window(*args): `hoi4-arena sim *args` on `server` (user dir under tmp_path), stopped at teardown."""
+    started: list[SimWindow] = []
+
+    def start(*args: str) -> SimWindow:
+        started.append(SimWindow(server.display, tmp_path / f"sim{len(started)}", *args))
+        return started[-1]
+
+    yield start
+    for window in started:
+        window.stop()
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The tests of one module share its X server and target window: under xdist's --dist loadgroup they
+    # run in one worker, so each module starts them once.
+    for item in items:
+        if item.get_closest_marker("x11") and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(Path(str(item.fspath)).stem))

@@ -4,16 +4,11 @@ closed; and the ARENA log helpers read the end of a game."""
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
-from Xlib import X
-from Xlib.display import Display
 
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.screen.events import VK_OEM_3, VK_SPACE, InputEvent
@@ -26,8 +21,6 @@ from hoi4_arena.screen.match import (
 )
 from hoi4_arena.screen.sim_worker import SimWorker, to_sim_event
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
-from hoi4_arena.screen.x11_worker import X11Worker
-from hoi4_arena.screen.xvfb import Xvfb
 from hoi4_arena.sim.headless import SimGame
 
 SIZE = (270, 480)
@@ -149,78 +142,32 @@ ARGS = ["--preset", "plains", "--seed", "0", "--size", "960x540", "--paused", "-
 
 
 @pytest.mark.x11
-def test_the_harness_starts_a_match_in_the_simulators_window_through_x11(tmp_path) -> None:
-    with Xvfb() as server:
-        env = {**os.environ, "DISPLAY": server.display, "SDL_AUDIODRIVER": "dummy"}
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "hoi4_arena.cli",
-                "sim",
-                *ARGS,
-                "--speed",
-                "2",
-                "--userdir",
-                str(tmp_path),
-            ],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        log_path = tmp_path / "logs" / "game.log"
-        worker = None
-        conn = Display(server.display)
-        try:
-            deadline = time.monotonic() + 60
-            while worker is None:
-                try:
-                    worker = X11Worker(
-                        server.display, window=process.pid, game_log_path=log_path, listen=False
-                    )
-                except WorkerError:
-                    assert process.poll() is None and time.monotonic() < deadline, (
-                        process.stderr.read().decode()
-                    )
-                    time.sleep(0.1)
-            # No window manager on Xvfb: give the window the keyboard as a person's click would.
-            conn.create_resource_object("window", worker.window.id).set_input_focus(
-                X.RevertToParent, X.CurrentTime
-            )
-            conn.sync()
-            while not worker.focus():
-                assert time.monotonic() < deadline, "the window never got the focus"
-                time.sleep(0.02)
+def test_the_harness_starts_a_match_in_the_simulators_window_through_x11(sim_window) -> None:
+    window = sim_window(*ARGS, "--speed", "2")
+    worker, log_path = window.worker, window.log
+    window.focus()
+    started = start_match(worker, MatchConfig(speed=4))
 
-            started = start_match(worker, MatchConfig(speed=4))
-
-            # The headless twin, fed the same harness events, is where the window must be.
-            with SimGame("plains:0", 0, size=(540, 960), ai={}, events=False, speed=2) as game:
-                game.feed([to_sim_event(e) for e in started.events])
-                assert game.world.declarer == started.declarer == coin(0)
-                assert game.clock.speed == 4 and not game.clock.paused
-                box = game.ui.layout["speed_box"]
-                expected = game.frame()[box.y : box.bottom, box.x : box.right]
-            region = {"speed": (box.x, box.y, box.w, box.h)}
-            deadline = time.monotonic() + 10
-            while True:
-                shot = worker.capture(CaptureRequest(views=False, regions=region)).regions["speed"]
-                if np.array_equal(shot, expected):
-                    break
-                assert time.monotonic() < deadline, "the window's speed box never showed speed 4, running"
-                time.sleep(0.05)
-            text = log_path.read_text()
-            assert "ARENA declare" in text and f"attacker={started.declarer}" in text
-            assert worker.status()["armed"] is None and worker.status()["held"] == []
-            # It runs: at speed 4 (12 game hours a second) the next day's line comes within seconds.
-            deadline = time.monotonic() + 20
-            while "ARENA day date=1936.01.02" not in log_path.read_text():
-                assert time.monotonic() < deadline, "the window's game did not run"
-                time.sleep(0.1)
-        finally:
-            if worker is not None:
-                worker.close()
-            conn.close()
-            process.terminate()
-            process.communicate(timeout=20)
+    # The headless twin, fed the same harness events, is where the window must be.
+    with SimGame("plains:0", 0, size=(540, 960), ai={}, events=False, speed=2) as game:
+        game.feed([to_sim_event(e) for e in started.events])
+        assert game.world.declarer == started.declarer == coin(0)
+        assert game.clock.speed == 4 and not game.clock.paused
+        box = game.ui.layout["speed_box"]
+        expected = game.frame()[box.y : box.bottom, box.x : box.right]
+    region = {"speed": (box.x, box.y, box.w, box.h)}
+    deadline = time.monotonic() + 10
+    while True:
+        shot = worker.capture(CaptureRequest(views=False, regions=region)).regions["speed"]
+        if np.array_equal(shot, expected):
+            break
+        assert time.monotonic() < deadline, "the window's speed box never showed speed 4, running"
+        time.sleep(0.05)
+    text = log_path.read_text()
+    assert "ARENA declare" in text and f"attacker={started.declarer}" in text
+    assert worker.status()["armed"] is None and worker.status()["held"] == []
+    # It runs: at speed 4 (12 game hours a second) the next day's line comes within seconds.
+    deadline = time.monotonic() + 20
+    while "ARENA day date=1936.01.02" not in log_path.read_text():
+        assert time.monotonic() < deadline, "the window's game did not run"
+        time.sleep(0.1)

@@ -8,51 +8,23 @@ from fractions import Fraction
 import mss
 import numpy as np
 import pytest
-from apps.pattern_window import cursor_sprite, pattern
-from apps.target import PatternApp
 from Xlib import X
-from Xlib.display import Display
 from Xlib.ext import xtest
 
+from apps.pattern_window import cursor_sprite, pattern
+from apps.target import PatternApp
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.x11_worker import CursorImage, X11Worker, composite_cursor
-from hoi4_arena.screen.xvfb import Xvfb
 
-pytestmark = pytest.mark.x11
-
-
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
+pytestmark = [pytest.mark.x11, pytest.mark.pattern_app(seed=7), pytest.mark.x11_worker(listen=False)]
 
 
-@pytest.fixture(scope="module")
-def app(server, tmp_path_factory):
-    with PatternApp(server.display, tmp_path_factory.mktemp("app") / "events.jsonl", seed=7) as running:
-        yield running
-
-
-@pytest.fixture
-def xconn(server):
-    conn = Display(server.display)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def worker(server, app):
-    opened = X11Worker(server.display, window=app.pid, listen=False)
-    yield opened
-    opened.close()
-
-
-def point_at(conn: Display, app: PatternApp, worker: X11Worker, x: int, y: int) -> None:
+def point_at(person, app: PatternApp, worker: X11Worker, x: int, y: int) -> None:
     """Move the real pointer to client (x, y) and wait until the app has seen it arrive."""
     since = app.mark()
     left, top = worker.client_rect[:2]
-    xtest.fake_input(conn, X.MotionNotify, x=left + x, y=top + y)
-    conn.sync()
+    xtest.fake_input(person.conn, X.MotionNotify, x=left + x, y=top + y)
+    person.conn.sync()
     if 0 <= x < app.size[1] and 0 <= y < app.size[0]:
         app.wait_for(lambda e: e["type"] == "MouseMotion" and e["pos"] == [x, y], since=since)
     else:
@@ -74,8 +46,8 @@ def expected_frame(app: PatternApp, pointer: tuple[int, int] | None) -> np.ndarr
 
 
 @pytest.mark.parametrize("pointer", [(100, 50), (0, 0), (637, 358), (320, 2)])
-def test_capture_is_the_drawn_pattern_with_the_cursor(worker, app, xconn, pointer) -> None:
-    point_at(xconn, app, worker, *pointer)
+def test_capture_is_the_drawn_pattern_with_the_cursor(worker, app, person, pointer) -> None:
+    point_at(person, app, worker, *pointer)
     capture = worker.capture(CaptureRequest(views=False, full=True))
     assert capture.size == app.size
     assert capture.pointer == pointer
@@ -86,18 +58,18 @@ def test_capture_is_the_drawn_pattern_with_the_cursor(worker, app, xconn, pointe
     np.testing.assert_array_equal(capture.frame, expected)
 
 
-def test_pointer_outside_the_window_leaves_the_pattern_alone(worker, app, xconn) -> None:
+def test_pointer_outside_the_window_leaves_the_pattern_alone(worker, app, person) -> None:
     left, top = worker.client_rect[:2]
-    xtest.fake_input(xconn, X.MotionNotify, x=left - 40, y=top - 30)
-    xconn.sync()
+    xtest.fake_input(person.conn, X.MotionNotify, x=left - 40, y=top - 30)
+    person.conn.sync()
     capture = worker.capture(CaptureRequest(views=False, full=True))
     assert capture.pointer == (0, 0)  # clamped into the client
     np.testing.assert_array_equal(capture.frame, expected_frame(app, None))
 
 
-def test_the_composite_matches_mss_own_cursor_composite(worker, app, xconn, server) -> None:
+def test_the_composite_matches_mss_own_cursor_composite(worker, app, person, server) -> None:
     # mss (with_cursor=True) blends XFixes' image itself; for a binary-alpha cursor the bytes agree.
-    point_at(xconn, app, worker, 200, 100)
+    point_at(person, app, worker, 200, 100)
     left, top = worker.client_rect[:2]
     ours = worker.capture(CaptureRequest(views=False, full=True)).frame
     with mss.MSS(display=server.display, with_cursor=True) as sct:
@@ -106,16 +78,16 @@ def test_the_composite_matches_mss_own_cursor_composite(worker, app, xconn, serv
     np.testing.assert_array_equal(ours, theirs)
 
 
-def test_pointer_image_is_the_apps_sprite(worker, app, xconn) -> None:
-    point_at(xconn, app, worker, 50, 60)
+def test_pointer_image_is_the_apps_sprite(worker, app, person) -> None:
+    point_at(person, app, worker, 50, 60)
     rgba, hotspot = worker.pointer_image()
     sprite, sprite_hotspot = cursor_sprite()
     assert hotspot == sprite_hotspot
     np.testing.assert_array_equal(rgba, sprite)
 
 
-def test_regions_are_native_crops(worker, app, xconn) -> None:
-    point_at(xconn, app, worker, 600, 300)
+def test_regions_are_native_crops(worker, app, person) -> None:
+    point_at(person, app, worker, 600, 300)
     request = CaptureRequest(views=False, regions={"corner": (0, 0, 32, 16), "edge": (630, 350, 10, 10)})
     capture = worker.capture(request)
     expected = expected_frame(app, (600, 300))
@@ -131,10 +103,10 @@ def test_regions_outside_the_client_are_refused(worker, region) -> None:
     assert error.value.code == "bad_region"
 
 
-def test_views_are_computed_from_the_exact_frame(worker, app, xconn) -> None:
+def test_views_are_computed_from_the_exact_frame(worker, app, person) -> None:
     from hoi4_arena.screen.views import compute_views
 
-    point_at(xconn, app, worker, 123, 234)
+    point_at(person, app, worker, 123, 234)
     capture = worker.capture(CaptureRequest(views=True, full=True))
     expected = compute_views(expected_frame(app, (123, 234)), (123, 234), worker.layout)
     assert set(capture.views) == set(expected)

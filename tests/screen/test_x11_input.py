@@ -5,56 +5,23 @@ from __future__ import annotations
 import time
 
 import pytest
-from apps.target import PatternApp
-from Xlib import X
-from Xlib.display import Display
 
 from hoi4_arena.screen.events import KEY_NAMES, SETUP_KEYS, VK_F12, InputEvent
 from hoi4_arena.screen.worker import CaptureRequest
 from hoi4_arena.screen.x11_input import KEYSYM_VKS, VK_KEYSYMS, keycode_to_vk, vk_keycodes
-from hoi4_arena.screen.x11_worker import X11Worker
-from hoi4_arena.screen.xvfb import Xvfb
 
-pytestmark = pytest.mark.x11
+pytestmark = [pytest.mark.x11, pytest.mark.x11_worker(listen=False)]
 
 # SDL's names for the keys whose KEY_NAMES differ.
 SDL_NAMES = {"shift": "left shift", "ctrl": "left ctrl", "enter": "return"}
 
 
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def app(server, tmp_path_factory):
-    with PatternApp(server.display, tmp_path_factory.mktemp("app") / "events.jsonl") as running:
-        yield running
-
-
-@pytest.fixture
-def xconn(server):
-    conn = Display(server.display)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def worker(server, app, xconn):
-    xconn.create_resource_object("window", app.window).set_input_focus(X.RevertToParent, X.CurrentTime)
-    xconn.sync()
-    opened = X11Worker(server.display, window=app.pid, listen=False)
-    yield opened
-    opened.close()
-
-
-def test_every_key_has_a_keysym_and_maps_back(xconn) -> None:
+def test_every_key_has_a_keysym_and_maps_back(person) -> None:
     assert set(VK_KEYSYMS) == set(KEY_NAMES)
-    keycodes = vk_keycodes(xconn)
+    keycodes = vk_keycodes(person.conn)
     assert len(set(keycodes.values())) == len(keycodes), "two keys share a keycode"
     for vk, keycode in keycodes.items():
-        assert keycode_to_vk(xconn, keycode) == vk, KEY_NAMES[vk]
+        assert keycode_to_vk(person.conn, keycode) == vk, KEY_NAMES[vk]
     assert all(vk in KEY_NAMES for vk in KEYSYM_VKS.values())
 
 

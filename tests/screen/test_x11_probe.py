@@ -8,47 +8,23 @@ import sys
 
 import numpy as np
 import pytest
-from apps.pattern_window import cursor_sprite, pattern
-from apps.target import PatternApp
 from PIL import Image
 from typer.testing import CliRunner
 from Xlib import X
 from Xlib.display import Display
 from Xlib.ext import xtest
 
+from apps.pattern_window import cursor_sprite, pattern
+from apps.target import PatternApp
 from hoi4_arena.cli import app as cli_app
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.probe import open_worker, parse_window, percentiles
 from hoi4_arena.screen.views import QUADRANT_NAMES, compute_views
-from hoi4_arena.screen.xvfb import Xvfb
-
-pytestmark = pytest.mark.x11
 
 runner = CliRunner()
 TITLE = "Probe Pattern"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def app(server, tmp_path_factory):
-    log = tmp_path_factory.mktemp("app") / "events.jsonl"
-    with PatternApp(server.display, log, title=TITLE, width=800, height=450, seed=3) as running:
-        yield running
-
-
-@pytest.fixture
-def xconn(server, app):
-    conn = Display(server.display)
-    conn.create_resource_object("window", app.window).set_input_focus(X.RevertToParent, X.CurrentTime)
-    conn.sync()
-    yield conn
-    conn.close()
+pytestmark = [pytest.mark.x11, pytest.mark.pattern_app(title=TITLE, width=800, height=450, seed=3)]
 
 
 def pointer_to(conn: Display, app: PatternApp, x: int, y: int) -> None:
@@ -65,8 +41,8 @@ def invoke(args: list[str], display: str) -> dict:
     return json.loads(result.stdout)
 
 
-def test_capture_writes_the_frame_and_its_views(server, app, xconn, tmp_path) -> None:
-    pointer_to(xconn, app, 400, 200)
+def test_capture_writes_the_frame_and_its_views(server, app, person, tmp_path) -> None:
+    pointer_to(person.conn, app, 400, 200)
     out = invoke(
         ["capture", str(tmp_path / "frame.png"), "--views", str(tmp_path / "views"), "--window", TITLE],
         server.display,
@@ -85,8 +61,8 @@ def test_capture_writes_the_frame_and_its_views(server, app, xconn, tmp_path) ->
         np.testing.assert_array_equal(saved, views["quadrants"][index])
 
 
-def test_probe_reports_window_focus_and_timings(server, app, xconn) -> None:
-    pointer_to(xconn, app, 300, 100)
+def test_probe_reports_window_focus_and_timings(server, app, person) -> None:
+    pointer_to(person.conn, app, 300, 100)
     out = invoke(["probe", "--window", str(app.pid), "--captures", "3", "--layout", "cpu"], server.display)
     assert out["attach"]["size"] == [800, 450] and out["attach"]["pid"] == app.pid
     assert out["attach"]["layout"] == ViewLayout.named("cpu").version
@@ -97,12 +73,12 @@ def test_probe_reports_window_focus_and_timings(server, app, xconn) -> None:
     assert out["telemetry"]["apply_lateness_ms"]["count"] == 8
 
 
-def test_probe_applies_nothing_without_focus_or_with_no_apply(server, app, xconn) -> None:
-    pointer_to(xconn, app, 10, 10)
+def test_probe_applies_nothing_without_focus_or_with_no_apply(server, app, person) -> None:
+    pointer_to(person.conn, app, 10, 10)
     out = invoke(["probe", "--window", TITLE, "--captures", "1", "--no-apply"], server.display)
     assert out["apply"] == {"skipped": "--no-apply"}
-    xconn.set_input_focus(X.NONE, X.RevertToParent, X.CurrentTime)
-    xconn.sync()
+    person.conn.set_input_focus(X.NONE, X.RevertToParent, X.CurrentTime)
+    person.conn.sync()
     out = invoke(["probe", "--window", TITLE, "--captures", "1"], server.display)
     assert out["status"]["focus"] is False
     assert out["apply"] == {"skipped": "the game does not have focus"}

@@ -10,11 +10,11 @@ import time
 
 import numpy as np
 import pytest
-from apps.pattern_window import cursor_sprite, pattern
-from apps.target import PatternApp
 from Xlib import X
 from Xlib.display import Display
 
+from apps.pattern_window import cursor_sprite, pattern
+from apps.target import PatternApp
 from hoi4_arena.screen.events import VK_SHIFT, InputEvent
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.protocol import spawn_stdio_worker
@@ -22,28 +22,7 @@ from hoi4_arena.screen.views import compute_views
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.xvfb import Xvfb
 
-pytestmark = pytest.mark.x11
-
-
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def app(server, tmp_path_factory):
-    with PatternApp(server.display, tmp_path_factory.mktemp("app") / "events.jsonl", seed=11) as running:
-        yield running
-
-
-@pytest.fixture
-def xconn(server, app):
-    conn = Display(server.display)
-    conn.create_resource_object("window", app.window).set_input_focus(X.RevertToParent, X.CurrentTime)
-    conn.sync()
-    yield conn
-    conn.close()
+pytestmark = [pytest.mark.x11, pytest.mark.pattern_app(seed=11)]
 
 
 def spawn(server: Xvfb, app: PatternApp, **kwargs):
@@ -57,7 +36,7 @@ def held(conn: Display) -> bool:
     return any(conn.query_keymap()) or bool(conn.screen().root.query_pointer().mask & X.Button1Mask)
 
 
-def test_a_client_captures_and_applies_through_a_subprocess(server, app, xconn) -> None:
+def test_a_client_captures_and_applies_through_a_subprocess(server, app, person) -> None:
     client = spawn(server, app)
     try:
         info = client.attach()
@@ -85,7 +64,7 @@ def test_a_client_captures_and_applies_through_a_subprocess(server, app, xconn) 
     assert client.process.returncode == 0
 
 
-def test_a_client_that_disconnects_leaves_nothing_held(server, app, xconn) -> None:
+def test_a_client_that_disconnects_leaves_nothing_held(server, app, person) -> None:
     client = spawn(server, app)
     client.attach()
     client.arm("match")
@@ -96,18 +75,18 @@ def test_a_client_that_disconnects_leaves_nothing_held(server, app, xconn) -> No
             InputEvent(0, "button_down", 30, 40, button="left"),
         ]
     )
-    assert held(xconn)
+    assert held(person.conn)
     # The client dies without a word: its end of the pipes closes.
     client.process.stdin.close()
     deadline = time.monotonic() + 5
-    while held(xconn) and time.monotonic() < deadline:
+    while held(person.conn) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert not held(xconn)
+    assert not held(person.conn)
     assert client.process.wait(timeout=10) == 0
     client.process.stdout.close()
 
 
-def test_a_timed_apply_over_the_wire_keeps_its_slots(server, app, xconn) -> None:
+def test_a_timed_apply_over_the_wire_keeps_its_slots(server, app, person) -> None:
     client = spawn(server, app)
     try:
         client.attach()
@@ -125,7 +104,7 @@ def test_a_timed_apply_over_the_wire_keeps_its_slots(server, app, xconn) -> None
         client.close()
 
 
-def test_a_killed_worker_leaves_nothing_held(server, app, xconn) -> None:
+def test_a_killed_worker_leaves_nothing_held(server, app, person) -> None:
     # SIGKILL gives the worker no chance to release; its guardian process does it.
     client = spawn(server, app)
     client.attach()
@@ -138,35 +117,35 @@ def test_a_killed_worker_leaves_nothing_held(server, app, xconn) -> None:
             InputEvent(0, "button_down", 60, 70, button="left"),
         ]
     )
-    assert held(xconn)
+    assert held(person.conn)
     client.process.send_signal(signal.SIGKILL)
     client.process.wait(timeout=10)
     deadline = time.monotonic() + 5
-    while held(xconn) and time.monotonic() < deadline:
+    while held(person.conn) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert not held(xconn)
+    assert not held(person.conn)
     for stream in (client.process.stdin, client.process.stdout):
         stream.close()
 
 
-def test_the_guardian_releases_its_last_report(server, xconn) -> None:
+def test_the_guardian_releases_its_last_report(server, person) -> None:
     from Xlib import XK
     from Xlib.ext import xtest
 
     from hoi4_arena.screen.x11_input import guard_until_eof
 
-    a = xconn.keysym_to_keycode(XK.XK_a)
-    b = xconn.keysym_to_keycode(XK.XK_b)
-    xtest.fake_input(xconn, X.KeyPress, a)
-    xtest.fake_input(xconn, X.KeyPress, b)
-    xconn.sync()
+    a = person.conn.keysym_to_keycode(XK.XK_a)
+    b = person.conn.keysym_to_keycode(XK.XK_b)
+    xtest.fake_input(person.conn, X.KeyPress, a)
+    xtest.fake_input(person.conn, X.KeyPress, b)
+    person.conn.sync()
     reports = [
         json.dumps({"keys": [a, b], "buttons": []}).encode(),
         json.dumps({"keys": [b], "buttons": []}).encode(),
     ]
     assert guard_until_eof(server.display, reports) == {"keys": [b], "buttons": []}
-    keymap = xconn.query_keymap()
+    keymap = person.conn.query_keymap()
     assert keymap[b // 8] >> (b % 8) & 1 == 0, "the last report's key was released"
     assert keymap[a // 8] >> (a % 8) & 1 == 1, "a key no longer reported is left to its owner"
-    xtest.fake_input(xconn, X.KeyRelease, a)
-    xconn.sync()
+    xtest.fake_input(person.conn, X.KeyRelease, a)
+    person.conn.sync()

@@ -6,60 +6,17 @@ from __future__ import annotations
 import time
 
 import pytest
-from apps.target import PatternApp
-from Xlib import XK, X
+from Xlib import X
 from Xlib.display import Display
 from Xlib.ext import xtest
 
 from hoi4_arena.screen.events import VK_SHIFT, InputEvent
 from hoi4_arena.screen.x11_record import InjectionLedger, ServerClock
 from hoi4_arena.screen.x11_worker import X11Worker
-from hoi4_arena.screen.xvfb import Xvfb
 
 pytestmark = pytest.mark.x11
 
 VK_A, VK_Z = ord("A"), ord("Z")
-
-
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def app(server, tmp_path_factory):
-    with PatternApp(server.display, tmp_path_factory.mktemp("app") / "events.jsonl") as running:
-        yield running
-
-
-@pytest.fixture
-def person(server):
-    """A second client standing in for a person's keyboard and mouse."""
-    conn = Display(server.display)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def worker(server, app, person):
-    focus_on(person, app.window)
-    opened = X11Worker(server.display, window=app.pid)
-    opened.events()  # start from a clean queue
-    yield opened
-    opened.close()
-
-
-def focus_on(conn: Display, window_id: int) -> None:
-    conn.create_resource_object("window", window_id).set_input_focus(X.RevertToParent, X.CurrentTime)
-    conn.sync()
-
-
-def tap(conn: Display, name: str) -> None:
-    keycode = conn.keysym_to_keycode(XK.string_to_keysym(name))
-    xtest.fake_input(conn, X.KeyPress, keycode)
-    xtest.fake_input(conn, X.KeyRelease, keycode)
-    conn.sync()
 
 
 def drain_until(worker: X11Worker, count: int, timeout: float = 3.0) -> list[InputEvent]:
@@ -75,14 +32,14 @@ def drain_until(worker: X11Worker, count: int, timeout: float = 3.0) -> list[Inp
 def test_a_persons_keys_and_clicks_come_back_relative_to_the_window(worker, person) -> None:
     left, top = worker.client_rect[:2]
     before = time.monotonic_ns()
-    xtest.fake_input(person, X.MotionNotify, x=left + 40, y=top + 30)
-    xtest.fake_input(person, X.ButtonPress, 1)
-    xtest.fake_input(person, X.ButtonRelease, 1)
-    xtest.fake_input(person, X.ButtonPress, 4)
-    xtest.fake_input(person, X.ButtonRelease, 4)
-    person.sync()
-    tap(person, "a")
-    tap(person, "Shift_R")
+    xtest.fake_input(person.conn, X.MotionNotify, x=left + 40, y=top + 30)
+    xtest.fake_input(person.conn, X.ButtonPress, 1)
+    xtest.fake_input(person.conn, X.ButtonRelease, 1)
+    xtest.fake_input(person.conn, X.ButtonPress, 4)
+    xtest.fake_input(person.conn, X.ButtonRelease, 4)
+    person.conn.sync()
+    person.tap("a")
+    person.tap("Shift_R")
     after = time.monotonic_ns()
     got = drain_until(worker, 7)
     assert [(e.kind, e.x, e.y, e.button, e.key, e.delta) for e in got] == [
@@ -115,7 +72,7 @@ def test_the_workers_own_input_is_not_reported_as_a_persons(worker, person, app)
         ]
     )
     app.wait_for(lambda e: e["type"] == "MouseWheel", since=since)
-    tap(person, "z")  # and a person's key in between keeps its place
+    person.tap("z")  # and a person's key in between keeps its place
     worker.apply([InputEvent(0, "key_down", key=VK_A), InputEvent(0, "key_up", key=VK_A)])
     got = drain_until(worker, 2)
     assert [(e.kind, e.key) for e in got] == [("key_down", VK_Z), ("key_up", VK_Z)]
@@ -123,30 +80,30 @@ def test_the_workers_own_input_is_not_reported_as_a_persons(worker, person, app)
 
 
 def test_keys_count_only_while_the_game_has_focus(worker, person, app) -> None:
-    screen = person.screen()
+    screen = person.conn.screen()
     other = screen.root.create_window(0, 0, 10, 10, 0, screen.root_depth, X.InputOutput)
     other.map()
-    person.sync()
-    focus_on(person, other.id)
+    person.conn.sync()
+    person.focus(other.id)
     time.sleep(0.1)  # the watchdog's next look at the focus
-    tap(person, "a")
-    focus_on(person, app.window)
+    person.tap("a")
+    person.focus(app.window)
     time.sleep(0.1)
-    tap(person, "z")
+    person.tap("z")
     got = drain_until(worker, 2)
     assert [(e.kind, e.key) for e in got] == [("key_down", VK_Z), ("key_up", VK_Z)]
 
 
 def test_pointer_outside_the_window_is_not_recorded_but_a_drag_out_ends(worker, person) -> None:
     left, top, width, height = worker.client_rect
-    xtest.fake_input(person, X.MotionNotify, x=left - 5, y=top - 5)
-    xtest.fake_input(person, X.ButtonPress, 3)  # outside: not the game's
-    xtest.fake_input(person, X.ButtonRelease, 3)
-    xtest.fake_input(person, X.MotionNotify, x=left + 10, y=top + 20)
-    xtest.fake_input(person, X.ButtonPress, 1)
-    xtest.fake_input(person, X.MotionNotify, x=left + width + 50, y=top + 20)
-    xtest.fake_input(person, X.ButtonRelease, 1)  # the drag's end, outside: clamped to the edge
-    person.sync()
+    xtest.fake_input(person.conn, X.MotionNotify, x=left - 5, y=top - 5)
+    xtest.fake_input(person.conn, X.ButtonPress, 3)  # outside: not the game's
+    xtest.fake_input(person.conn, X.ButtonRelease, 3)
+    xtest.fake_input(person.conn, X.MotionNotify, x=left + 10, y=top + 20)
+    xtest.fake_input(person.conn, X.ButtonPress, 1)
+    xtest.fake_input(person.conn, X.MotionNotify, x=left + width + 50, y=top + 20)
+    xtest.fake_input(person.conn, X.ButtonRelease, 1)  # the drag's end, outside: clamped to the edge
+    person.conn.sync()
     got = drain_until(worker, 3)
     assert [(e.kind, e.x, e.y, e.button) for e in got] == [
         ("move", 10, 20, ""),

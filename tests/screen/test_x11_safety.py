@@ -6,77 +6,23 @@ from __future__ import annotations
 import time
 
 import pytest
-from apps.target import PatternApp
 from Xlib import XK, X
 from Xlib.display import Display
 from Xlib.ext import xtest
 
+from apps.target import PatternApp
 from hoi4_arena.screen.events import VK_ESCAPE, VK_SHIFT, VK_SPACE, InputEvent
 from hoi4_arena.screen.worker import WorkerError
 from hoi4_arena.screen.x11_record import RecordListener
 from hoi4_arena.screen.x11_worker import X11Worker
-from hoi4_arena.screen.xvfb import Xvfb
 
 pytestmark = pytest.mark.x11
 
 VK_A, VK_B = ord("A"), ord("B")
 
 
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def app(server, tmp_path_factory):
-    with PatternApp(server.display, tmp_path_factory.mktemp("app") / "events.jsonl") as running:
-        yield running
-
-
-@pytest.fixture
-def xconn(server):
-    conn = Display(server.display)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def worker(server, app, xconn):
-    give_focus(xconn, app.window)
-    opened = X11Worker(server.display, window=app.pid)
-    yield opened
-    opened.close()
-    assert not held_keys(xconn) and not held_buttons(xconn), "a test left input held"
-
-
-def give_focus(conn: Display, window_id: int) -> None:
-    conn.create_resource_object("window", window_id).set_input_focus(X.RevertToParent, X.CurrentTime)
-    conn.sync()
-
-
-def other_window(conn: Display) -> int:
-    """A second top-level window to take the focus away to."""
-    screen = conn.screen()
-    window = screen.root.create_window(0, 0, 50, 50, 0, screen.root_depth, X.InputOutput)
-    window.map()
-    conn.sync()
-    return window.id
-
-
 def keycode(conn: Display, name: str) -> int:
     return conn.keysym_to_keycode(XK.string_to_keysym(name))
-
-
-def held_keys(conn: Display) -> set[int]:
-    """Keycodes the X server has down now."""
-    keymap = conn.query_keymap()
-    return {byte * 8 + bit for byte, bits in enumerate(keymap) for bit in range(8) if bits >> bit & 1}
-
-
-def held_buttons(conn: Display) -> set[int]:
-    mask = conn.screen().root.query_pointer().mask
-    return {n for n, bit in ((1, X.Button1Mask), (2, X.Button2Mask), (3, X.Button3Mask)) if mask & bit}
 
 
 def wait_until(condition, timeout: float = 3.0) -> float:
@@ -89,7 +35,7 @@ def wait_until(condition, timeout: float = 3.0) -> float:
     raise AssertionError("condition not met in time")
 
 
-def test_focus_loss_releases_held_keys_and_buttons(worker, xconn) -> None:
+def test_focus_loss_releases_held_keys_and_buttons(worker, person) -> None:
     worker.arm("match")
     worker.apply(
         [
@@ -99,51 +45,51 @@ def test_focus_loss_releases_held_keys_and_buttons(worker, xconn) -> None:
             InputEvent(0, "button_down", 50, 50, button="left"),
         ]
     )
-    assert {keycode(xconn, "Shift_L"), keycode(xconn, "a")} <= held_keys(xconn)
-    assert held_buttons(xconn) == {1}
-    give_focus(xconn, other_window(xconn))
-    wait_until(lambda: not held_keys(xconn) and not held_buttons(xconn))
+    assert {keycode(person.conn, "Shift_L"), keycode(person.conn, "a")} <= person.held_keys()
+    assert person.held_buttons() == {1}
+    person.focus(person.other_window())
+    wait_until(lambda: not person.held_keys() and not person.held_buttons())
     assert worker.status()["last_release"]["reason"] == "focus"
     with pytest.raises(WorkerError) as error:
         worker.apply([InputEvent(0, "key_down", key=VK_A)])
     assert error.value.code == "no_focus"
-    assert not held_keys(xconn)
+    assert not person.held_keys()
 
 
-def test_watchdog_releases_after_750_ms_without_a_request(worker, xconn) -> None:
+def test_watchdog_releases_after_750_ms_without_a_request(worker, person) -> None:
     worker.arm("match")
     before = time.monotonic()
     worker.apply([InputEvent(0, "key_down", key=VK_A)])  # the last request
     time.sleep(0.3)
-    checked = held_keys(xconn)
+    checked = person.held_keys()
     if time.monotonic() - before < 0.7:  # a starved test machine may already be past the deadline
-        assert keycode(xconn, "a") in checked
-    released_at = wait_until(lambda: not held_keys(xconn))
+        assert keycode(person.conn, "a") in checked
+    released_at = wait_until(lambda: not person.held_keys())
     # The request was made after `before`, so the release cannot come sooner than 750 ms after it.
     assert released_at - before >= 0.75
     assert worker.status()["last_release"]["reason"] == "watchdog"
 
 
-def test_requests_keep_the_watchdog_quiet(worker, xconn) -> None:
+def test_requests_keep_the_watchdog_quiet(worker, person) -> None:
     worker.arm("match")
     worker.apply([InputEvent(0, "key_down", key=VK_A)])
     for _ in range(6):
         time.sleep(0.25)
         worker.status()
-    assert keycode(xconn, "a") in held_keys(xconn)
+    assert keycode(person.conn, "a") in person.held_keys()
     worker.release()
-    assert not held_keys(xconn)
+    assert not person.held_keys()
 
 
-def test_f12_from_another_client_stops_input_until_rearmed(worker, app, xconn) -> None:
+def test_f12_from_another_client_stops_input_until_rearmed(worker, app, person) -> None:
     worker.arm("match")
     since = app.mark()
     worker.apply([InputEvent(0, "key_down", key=VK_A)])
-    f12 = keycode(xconn, "F12")
-    xtest.fake_input(xconn, X.KeyPress, f12)
-    xtest.fake_input(xconn, X.KeyRelease, f12)
-    xconn.sync()
-    wait_until(lambda: not held_keys(xconn))
+    f12 = keycode(person.conn, "F12")
+    xtest.fake_input(person.conn, X.KeyPress, f12)
+    xtest.fake_input(person.conn, X.KeyRelease, f12)
+    person.conn.sync()
+    wait_until(lambda: not person.held_keys())
     status = worker.status()
     assert status["stopped"] and status["stop_reason"] == "f12"
     # Let the window log the release and the F12 itself before marking where "after" begins.
@@ -153,13 +99,13 @@ def test_f12_from_another_client_stops_input_until_rearmed(worker, app, xconn) -
         worker.apply([InputEvent(0, "move", 30, 30), InputEvent(0, "key_down", key=VK_B)])
     assert error.value.code == "stopped"
     time.sleep(0.2)
-    assert app.inputs(since) == [] and not held_keys(xconn)
+    assert app.inputs(since) == [] and not person.held_keys()
     worker.arm("match")
     worker.apply([InputEvent(0, "key_down", key=VK_B), InputEvent(0, "key_up", key=VK_B)])
     app.wait_for(lambda e: e["type"] == "KeyDown" and e["key"] == "b", since=since)
 
 
-def test_f12_stops_a_timed_batch_in_flight(worker, app, xconn) -> None:
+def test_f12_stops_a_timed_batch_in_flight(worker, app, person) -> None:
     worker.arm("match")
     since = app.mark()
     t0 = worker.now_ns()
@@ -173,16 +119,16 @@ def test_f12_stops_a_timed_batch_in_flight(worker, app, xconn) -> None:
         timed=True,
     )
     app.wait_for(lambda e: e["type"] == "KeyUp" and e["key"] == "a", since=since)
-    f12 = keycode(xconn, "F12")
-    xtest.fake_input(xconn, X.KeyPress, f12)
-    xtest.fake_input(xconn, X.KeyRelease, f12)
-    xconn.sync()
+    f12 = keycode(person.conn, "F12")
+    xtest.fake_input(person.conn, X.KeyPress, f12)
+    xtest.fake_input(person.conn, X.KeyRelease, f12)
+    person.conn.sync()
     wait_until(lambda: worker.guard.stopped)
     time.sleep(0.8)  # past the batch's last event
     assert "b" not in [e.get("key") for e in app.inputs(since)]
 
 
-def test_match_mode_refuses_space_and_setup_mode_allows_it(worker, app, xconn) -> None:
+def test_match_mode_refuses_space_and_setup_mode_allows_it(worker, app, person) -> None:
     worker.arm("match")
     since = app.settled_mark()
     for vk in (VK_SPACE, VK_ESCAPE):
@@ -204,23 +150,23 @@ def move_and_wait(worker: X11Worker, app: PatternApp, x: int, y: int) -> int:
     return app.mark()
 
 
-def test_out_of_range_positions_are_refused_and_the_pointer_stays(worker, app, xconn) -> None:
+def test_out_of_range_positions_are_refused_and_the_pointer_stays(worker, app, person) -> None:
     worker.arm("match")
     move_and_wait(worker, app, 10, 12)
-    before = xconn.screen().root.query_pointer()
+    before = person.conn.screen().root.query_pointer()
     for x, y in [(640, 10), (10, 360), (-1, 5)]:
         with pytest.raises(WorkerError) as error:
             worker.apply([InputEvent(0, "move", x, y)])
         assert error.value.code == "out_of_bounds"
-    after = xconn.screen().root.query_pointer()
+    after = person.conn.screen().root.query_pointer()
     assert (after.root_x, after.root_y) == (before.root_x, before.root_y)
 
 
-def test_one_forbidden_event_leaves_the_whole_batch_unapplied(worker, app, xconn) -> None:
+def test_one_forbidden_event_leaves_the_whole_batch_unapplied(worker, app, person) -> None:
     worker.arm("match")
     move_and_wait(worker, app, 11, 13)
     since = app.settled_mark()
-    before = xconn.screen().root.query_pointer()
+    before = person.conn.screen().root.query_pointer()
     batch = [
         InputEvent(0, "move", 300, 300),
         InputEvent(0, "key_down", key=VK_A),
@@ -231,25 +177,25 @@ def test_one_forbidden_event_leaves_the_whole_batch_unapplied(worker, app, xconn
         worker.apply(batch)
     assert error.value.code == "forbidden_key"
     time.sleep(0.2)
-    after = xconn.screen().root.query_pointer()
+    after = person.conn.screen().root.query_pointer()
     assert (after.root_x, after.root_y) == (before.root_x, before.root_y)
-    assert not held_keys(xconn) and not held_buttons(xconn)
+    assert not person.held_keys() and not person.held_buttons()
     assert app.inputs(since) == []
 
 
-def test_nothing_is_applied_unarmed_or_after_disarm(worker, xconn) -> None:
+def test_nothing_is_applied_unarmed_or_after_disarm(worker, person) -> None:
     with pytest.raises(WorkerError) as error:
         worker.apply([InputEvent(0, "key_down", key=VK_A)])
     assert error.value.code == "not_armed"
     worker.arm("match")
     worker.apply([InputEvent(0, "key_down", key=VK_A)])
     worker.disarm()
-    assert not held_keys(xconn)
+    assert not person.held_keys()
     with pytest.raises(WorkerError):
         worker.apply([InputEvent(0, "key_down", key=VK_A)])
 
 
-def test_focus_loss_drops_the_rest_of_a_timed_batch(worker, app, xconn, server) -> None:
+def test_focus_loss_drops_the_rest_of_a_timed_batch(worker, app, person, server) -> None:
     # An independent listener (its own, empty ledger) hears every key event the server processes.
     heard = RecordListener(
         server.display, client_rect=lambda: (0, 0, 1920, 1080), focus=lambda: True, on_stop=lambda: None
@@ -268,7 +214,7 @@ def test_focus_loss_drops_the_rest_of_a_timed_batch(worker, app, xconn, server) 
             timed=True,
         )
         app.wait_for(lambda e: e["type"] == "KeyUp" and e["key"] == "a", since=since)
-        give_focus(xconn, other_window(xconn))
+        person.focus(person.other_window())
         time.sleep(0.7)
         keys = [event.key for event in heard.drain() if event.kind == "key_down"]
         assert keys == [VK_A]
@@ -277,8 +223,8 @@ def test_focus_loss_drops_the_rest_of_a_timed_batch(worker, app, xconn, server) 
         heard.stop()
 
 
-def test_close_releases_everything_held(server, app, xconn) -> None:
-    give_focus(xconn, app.window)
+def test_close_releases_everything_held(server, app, person) -> None:
+    person.focus(app.window)
     worker = X11Worker(server.display, window=app.pid)
     worker.arm("setup")
     worker.apply(
@@ -288,7 +234,7 @@ def test_close_releases_everything_held(server, app, xconn) -> None:
             InputEvent(0, "button_down", 5, 5, button="right"),
         ]
     )
-    assert keycode(xconn, "space") in held_keys(xconn) and held_buttons(xconn) == {3}
+    assert keycode(person.conn, "space") in person.held_keys() and person.held_buttons() == {3}
     worker.close()
-    assert not held_keys(xconn) and not held_buttons(xconn)
+    assert not person.held_keys() and not person.held_buttons()
     worker.close()  # twice is fine

@@ -7,40 +7,18 @@ import time
 
 import numpy as np
 import pytest
+from Xlib import X
+
 from apps.pattern_window import pattern
 from apps.target import PatternApp
-from Xlib import X
-from Xlib.display import Display
-
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.x11_worker import WindowInfo, X11Worker, find_window
-from hoi4_arena.screen.xvfb import Xvfb
 
-pytestmark = pytest.mark.x11
-
-
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
+pytestmark = [pytest.mark.x11, pytest.mark.pattern_app(title="Arena Pattern Window")]
 
 
-@pytest.fixture(scope="module")
-def app(server, tmp_path_factory):
-    log = tmp_path_factory.mktemp("app") / "events.jsonl"
-    with PatternApp(server.display, log, title="Arena Pattern Window") as running:
-        yield running
-
-
-@pytest.fixture
-def xconn(server):
-    conn = Display(server.display)
-    yield conn
-    conn.close()
-
-
-def test_find_window_by_pid_title_class_and_part_of_the_title(xconn, app) -> None:
+def test_find_window_by_pid_title_class_and_part_of_the_title(person, app) -> None:
     for target in (
         app.pid,
         "Arena Pattern Window",
@@ -48,30 +26,30 @@ def test_find_window_by_pid_title_class_and_part_of_the_title(xconn, app) -> Non
         "pattern_window.py",
         "Pattern Win",
     ):
-        found = find_window(xconn, target)
+        found = find_window(person.conn, target)
         assert found.id == app.window, target
-    found = find_window(xconn, app.pid)
+    found = find_window(person.conn, app.pid)
     assert (found.name, found.pid) == ("Arena Pattern Window", app.pid)
 
 
-def test_exact_names_win_over_partial_ones(xconn, app, server, tmp_path) -> None:
+def test_exact_names_win_over_partial_ones(person, app, server, tmp_path) -> None:
     with PatternApp(server.display, tmp_path / "second.jsonl", title="Arena Pattern Window 2") as second:
-        assert find_window(xconn, "Arena Pattern Window").id == app.window
-        assert find_window(xconn, "Arena Pattern Window 2").id == second.window
-        assert find_window(xconn, second.pid).id == second.window
+        assert find_window(person.conn, "Arena Pattern Window").id == app.window
+        assert find_window(person.conn, "Arena Pattern Window 2").id == second.window
+        assert find_window(person.conn, second.pid).id == second.window
 
 
-def test_unmapped_and_missing_windows_are_not_found(xconn, app) -> None:
-    screen = xconn.screen()
+def test_unmapped_and_missing_windows_are_not_found(person, app) -> None:
+    screen = person.conn.screen()
     hidden = screen.root.create_window(0, 0, 10, 10, 0, screen.root_depth, X.InputOutput)
     hidden.set_wm_name("hidden one")
-    xconn.sync()
+    person.conn.sync()
     with pytest.raises(WorkerError) as error:
-        find_window(xconn, "hidden one")
+        find_window(person.conn, "hidden one")
     assert error.value.code == "no_window"
     assert "'Arena Pattern Window'" in error.value.message  # it lists what is there
     with pytest.raises(WorkerError):
-        find_window(xconn, 999_999)
+        find_window(person.conn, 999_999)
 
 
 def test_attach_reports_the_window_and_layout(server, app) -> None:
@@ -93,14 +71,14 @@ def test_bad_display_and_missing_window_are_clear_errors(server, app) -> None:
 
 
 
-def test_a_window_destroyed_while_attaching_is_a_worker_error(server, app, xconn, monkeypatch) -> None:
+def test_a_window_destroyed_while_attaching_is_a_worker_error(server, app, person, monkeypatch) -> None:
     # A game may replace its window while it starts: the window found is gone before its geometry is read.
-    screen = xconn.screen()
+    screen = person.conn.screen()
     doomed = screen.root.create_window(0, 0, 10, 10, 0, screen.root_depth, X.InputOutput)
-    xconn.sync()
+    person.conn.sync()
     stale = WindowInfo(id=doomed.id, name="the game", wm_class=(), pid=None)
     doomed.destroy()
-    xconn.sync()
+    person.conn.sync()
     monkeypatch.setattr("hoi4_arena.screen.x11_worker.find_window", lambda conn, target: stale)
     with pytest.raises(WorkerError) as error:
         X11Worker(server.display, window="the game", listen=False)
@@ -130,11 +108,11 @@ def test_telemetry_measures_the_game_process(server, app) -> None:
     assert telemetry["apply_lateness_ms"]["count"] == 0
 
 
-def test_a_window_that_goes_away_stops_capture_and_input(server, xconn, tmp_path) -> None:
+def test_a_window_that_goes_away_stops_capture_and_input(server, person, tmp_path) -> None:
     with PatternApp(server.display, tmp_path / "short.jsonl", title="short lived") as short:
-        short_window = xconn.create_resource_object("window", short.window)
+        short_window = person.conn.create_resource_object("window", short.window)
         short_window.set_input_focus(X.RevertToParent, X.CurrentTime)
-        xconn.sync()
+        person.conn.sync()
         worker = X11Worker(server.display, window="short lived")
         try:
             worker.arm("match")
@@ -151,7 +129,7 @@ def test_a_window_that_goes_away_stops_capture_and_input(server, xconn, tmp_path
             assert error.value.code == "stopped"
             assert "window is gone" in worker.status()["stop_reason"]
             assert worker.status()["held"] == []
-            keymap = xconn.query_keymap()
+            keymap = person.conn.query_keymap()
             assert not any(keymap), "the held key was released"
             with pytest.raises(WorkerError) as error:
                 worker.attach()  # nothing of that name is there any more

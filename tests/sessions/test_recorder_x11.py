@@ -14,104 +14,28 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from Xlib import XK, X
+from Xlib import X
 from Xlib.display import Display
 from Xlib.ext import xtest
 
+from apps.pattern_window import cursor_sprite, pattern
+from apps.target import PatternApp
 from hoi4_arena.gamelog import SCHEMA_VERSION, format_line
 from hoi4_arena.screen.events import VK_SHIFT, InputEvent
 from hoi4_arena.screen.tokens import kind_of
 from hoi4_arena.screen.worker import WorkerError
 from hoi4_arena.screen.x11_worker import find_window
-from hoi4_arena.screen.xvfb import Xvfb
 from hoi4_arena.sessions.check import check_session
 from hoi4_arena.sessions.format import LOCK, JsonLines
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.sessions.salvage import salvage
 from hoi4_arena.sessions.video import count_decodable
 
-# The test target window lives with the X11 worker's tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "screen"))
-from apps.pattern_window import cursor_sprite, pattern  # noqa: E402
-from apps.target import PatternApp  # noqa: E402
-
-pytestmark = pytest.mark.x11
-
 TITLE = "Recorder Target"
 WIDTH, HEIGHT = 320, 180
 VK_A, VK_B = ord("A"), ord("B")
 MS = 1_000_000
-
-
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def app(server, tmp_path_factory):
-    log = tmp_path_factory.mktemp("app") / "events.jsonl"
-    with PatternApp(server.display, log, width=WIDTH, height=HEIGHT, seed=5, title=TITLE) as running:
-        yield running
-
-
-class Person:
-    """Someone at the keyboard and mouse: XTest input from an X connection of its own.
-
-    Each action returns the monotonic times just before it was sent and just after the server had it.
-    """
-
-    def __init__(self, display: str, app: PatternApp) -> None:
-        self.conn = Display(display)
-        self.app = app
-        self.window = self.conn.create_resource_object("window", app.window)
-        self.focus(app.window)
-
-    def focus(self, window_id: int) -> None:
-        self.conn.create_resource_object("window", window_id).set_input_focus(X.RevertToParent, X.CurrentTime)
-        self.conn.sync()
-
-    def _timed(self, *fakes: tuple) -> tuple[int, int]:
-        before = time.monotonic_ns()
-        for args, kwargs in fakes:
-            xtest.fake_input(self.conn, *args, **kwargs)
-        self.conn.sync()
-        return before, time.monotonic_ns()
-
-    def move(self, x: int, y: int) -> tuple[int, int]:
-        origin = self.conn.screen().root.translate_coords(self.window, 0, 0)
-        return self._timed(((X.MotionNotify,), {"x": origin.x + x, "y": origin.y + y}))
-
-    def click(self, button: int = 1) -> tuple[int, int]:
-        return self._timed(((X.ButtonPress, button), {}), ((X.ButtonRelease, button), {}))
-
-    def key(self, name: str, down: bool) -> tuple[int, int]:
-        keycode = self.conn.keysym_to_keycode(XK.string_to_keysym(name))
-        return self._timed(((X.KeyPress if down else X.KeyRelease, keycode), {}))
-
-    def tap(self, name: str) -> tuple[int, int]:
-        before, _ = self.key(name, True)
-        _, after = self.key(name, False)
-        return before, after
-
-    def other_window(self) -> int:
-        screen = self.conn.screen()
-        window = screen.root.create_window(WIDTH + 100, 100, 50, 50, 0, screen.root_depth, X.InputOutput)
-        window.map()
-        self.conn.sync()
-        return window.id
-
-    def close(self) -> None:
-        self.focus(self.app.window)  # the next test starts with the game focused
-        self.conn.close()
-
-
-@pytest.fixture
-def person(server, app):
-    someone = Person(server.display, app)
-    yield someone
-    someone.close()
+pytestmark = [pytest.mark.x11, pytest.mark.pattern_app(width=WIDTH, height=HEIGHT, seed=5, title=TITLE)]
 
 
 def start_record(
@@ -265,7 +189,7 @@ def test_focus_loss_pauses_the_recording_and_focus_back_resumes_it(
     server, app, person, tmp_path: Path
 ) -> None:
     folder = tmp_path / "s"
-    other = person.other_window()
+    other = person.other_window(WIDTH + 100, 100)
     process = start_record(folder, server.display, seconds=4.0)
     wait_for_frames(folder, 5, process)
     person.move(20, 20)

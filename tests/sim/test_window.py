@@ -5,22 +5,12 @@ raw events in the window captures a province; the window closes cleanly."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from Xlib import X, protocol
-from Xlib.display import Display
-from Xlib.ext import xtest
 
-from hoi4_arena.screen.events import KEY_CODES, InputEvent
-from hoi4_arena.screen.worker import CaptureRequest, WorkerError
-from hoi4_arena.screen.x11_worker import X11Worker
-from hoi4_arena.screen.xvfb import Xvfb
 from hoi4_arena.sim.headless import SimGame
 from hoi4_arena.sim.input import SimEvent, click
 from hoi4_arena.sim.opening import opening
@@ -28,117 +18,12 @@ from hoi4_arena.sim.opening import opening
 pytestmark = pytest.mark.x11
 
 SIZE = (540, 960)
-SPACING_NS = 4_000_000
 ARGS = ["--preset", "plains", "--seed", "0", "--size", "960x540", "--paused", "--ai", "none", "--no-events"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with Xvfb() as running:
-        yield running
-
-
-class Window:
-    """`hoi4-arena sim` running on the private display, and an X11 worker attached to it."""
-
-    def __init__(self, display: str, userdir: Path) -> None:
-        env = {**os.environ, "DISPLAY": display, "SDL_AUDIODRIVER": "dummy"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "hoi4_arena.cli", "sim", *ARGS, "--userdir", str(userdir)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.log = userdir / "logs" / "game.log"
-        self.result: tuple[int, str] | None = None
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.worker = X11Worker(display, window=self.process.pid, listen=False)
-                break
-            except WorkerError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.process.terminate()
-                    _, err = self.process.communicate(timeout=20)
-                    raise RuntimeError(f"the window did not appear: {err.decode()}") from None
-                time.sleep(0.1)
-        self.conn = Display(display)
-        self.window = self.conn.create_resource_object("window", self.worker.window.id)
-
-    def focus(self) -> None:
-        # There is no window manager on Xvfb: give the window the keyboard as one would have it.
-        self.window.set_input_focus(X.RevertToParent, X.CurrentTime)
-        self.conn.sync()
-        deadline = time.monotonic() + 5
-        while not self.worker.focus():
-            assert time.monotonic() < deadline, "the window never got the focus"
-            time.sleep(0.02)
-
-    def point(self, x: int, y: int) -> None:
-        left, top = self.worker.client_rect[:2]
-        xtest.fake_input(self.conn, X.MotionNotify, x=left + x, y=top + y)
-        self.conn.sync()
-
-    def send(self, events: list[SimEvent]) -> None:
-        """The events as real X input (XTest through the X11 worker, armed for a harness), 4 ms apart.
-
-        The spacing matters: SDL takes a key release followed within 2 ms (X server time) by a press of
-        the same key anywhere in its queue for auto-repeat and drops both, so a burst that types "ee"
-        would type one "e". A person, or a policy's 25 ms slots, never come that close.
-        """
-        start = time.monotonic_ns() + 20_000_000
-        converted = [
-            InputEvent(
-                start + i * SPACING_NS,
-                e.kind,
-                e.x,
-                e.y,
-                button=e.button,
-                key=KEY_CODES[e.key] if e.key else 0,
-                delta=e.delta,
-            )
-            for i, e in enumerate(events)
-        ]
-        self.worker.apply(converted, timed=True)
-        time.sleep((converted[-1].t_ns - time.monotonic_ns()) / 1e9 + 0.02)
-
-    def capture(self) -> np.ndarray:
-        return self.worker.capture(CaptureRequest(views=False, full=True)).frame
-
-    def wait_for(self, *expected: np.ndarray, timeout: float = 15.0, what: str = "") -> np.ndarray:
-        """Capture until the window shows one of `expected`; fail with the difference if it never does."""
-        deadline = time.monotonic() + timeout
-        while True:
-            frame = self.capture()
-            if any(np.array_equal(frame, e) for e in expected):
-                return frame
-            if time.monotonic() > deadline:
-                diff = np.argwhere((frame != expected[0]).any(axis=2))
-                pytest.fail(
-                    f"{what}: the window differs from the headless frame at {len(diff)} pixels: {diff[:5].tolist()}"
-                )
-            time.sleep(0.05)
-
-    def stop(self) -> tuple[int, str]:
-        """Close the worker (and its guardian) and end the window; returns its exit status and stdout."""
-        if hasattr(self, "worker"):
-            self.worker.close()
-            self.conn.close()
-            del self.worker
-        if self.result is None:
-            if self.process.poll() is None:
-                self.process.terminate()
-            out, _ = self.process.communicate(timeout=20)
-            self.result = (self.process.returncode, out.decode())
-        return self.result
-
-
 @pytest.fixture
-def window(server, tmp_path):
-    running = Window(server.display, tmp_path)
-    yield running
-    running.stop()
+def window(sim_window):
+    return sim_window(*ARGS)
 
 
 def twin() -> SimGame:

@@ -6,7 +6,7 @@ resampled pixel cannot pass for the real thing), sets `cursor_sprite()` as its p
 so the X server's cursor and a composite of the sprite agree exactly), and appends every event it
 receives to a JSON-lines file, starting with a `ready` line that carries its X window id.
 
-Try: DISPLAY=:N python tests/screen/apps/pattern_window.py --log /tmp/events.jsonl
+Try: DISPLAY=:N python tests/apps/pattern_window.py --log /tmp/events.jsonl
 """
 
 from __future__ import annotations
