@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hoi4_arena.play.random_policy import RandomPolicy
-from hoi4_arena.screen.tokens import KIND_NAMES, MOVE, SLOTS, Tokens
+from hoi4_arena.screen.tokens import KIND_NAMES, MOVE, Tokens
 
 
 def draws(seed: int, decisions: int) -> np.ndarray:
@@ -14,14 +14,14 @@ def draws(seed: int, decisions: int) -> np.ndarray:
     return np.stack([policy.decide(None, 5, (0, 0)) for _ in range(decisions)])  # (N, 8, 3)
 
 
-def test_it_is_exactly_the_documented_draw() -> None:
-    rng = np.random.default_rng(11)
-    made = draws(11, 3)
-    for tokens in made:
-        kinds = rng.integers(0, len(KIND_NAMES), SLOTS)
-        points = rng.integers(0, 1024, (SLOTS, 2))
-        assert np.array_equal(tokens[:, 0], kinds)
-        assert np.array_equal(tokens[:, 1:], np.where((kinds == MOVE)[:, None], points, 0))
+def test_the_stream_is_pinned() -> None:
+    # Recorded once from the documented draw (PCG64, kinds then points): a change of generator, of the
+    # draw order or of the kind list changes every random game, and the baseline's results would not
+    # reproduce. Regenerate only on purpose, from draws(11, 1)[0] and draws(2, 8)[7] (which has a move).
+    first = [[13, 0, 0], [12, 0, 0], [78, 0, 0], [48, 0, 0], [57, 0, 0], [58, 0, 0], [69, 0, 0], [2, 0, 0]]
+    moved = [[8, 0, 0], [1, 843, 58], [3, 0, 0], [29, 0, 0], [47, 0, 0], [0, 0, 0], [59, 0, 0], [81, 0, 0]]
+    assert draws(11, 1)[0].tolist() == first
+    assert draws(2, 8)[7].tolist() == moved
 
 
 def test_same_seed_same_decisions_other_seed_others_and_the_screen_is_ignored() -> None:
