@@ -25,6 +25,7 @@ Try: .venv/bin/python -m hoi4_arena.data.decode runs/s1
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,10 @@ from hoi4_arena.screen.events import KEY_CODES, KEY_NAMES
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE, NONE
 from hoi4_arena.screen.views import compute_views
-from hoi4_arena.sessions.reader import SessionReader
+from hoi4_arena.sessions import stored_views
+from hoi4_arena.sessions.reader import Decision, SessionReader
+
+log = logging.getLogger(__name__)
 
 PRESS_KINDS = tuple(kind for (_, edge), kind in BUTTON_KINDS.items() if edge == "down")
 
@@ -52,6 +56,8 @@ class DecodeSettings:
     """Virtual-key codes whose tokens are removed."""
     look_before_click: bool = False
     """Leave out of the loss decisions that press a button after a move in the same decision."""
+    stored_views: bool = True
+    """Read the views stored at capture time where a session has them for this layout (no decoding)."""
 
     def __post_init__(self) -> None:
         unknown = [hex(k) for k in self.drop_keys if k not in KEY_NAMES]
@@ -129,6 +135,10 @@ def decode_session(
 ) -> Iterator[DecisionSample]:
     """The session's decisions in order; views only where `need[index]` (all when None).
 
+    The views come from the session's stored views when it has them for the layout (and
+    `settings.stored_views`), else from its decoded video; a stored views file that turns out damaged
+    on the way is left for the video from that decision on, with a warning.
+
     Raises `UserError` when the session cannot be read (the reader names the file and the problem).
     """
     reader = SessionReader(folder)
@@ -137,32 +147,76 @@ def decode_session(
         layout.check_screen(reader.size)
     except ValueError as error:
         raise UserError(f"{reader.path}: {error}") from None
-    foreign_policy = reader.manifest.source != "policy"
-    for decision in reader.decisions():
-        index = decision.index
-        policy_inputs = foreign_policy and any(event.source == "policy" for event in decision.events)
-        if need is not None and index >= len(need):
-            raise UserError(f"{reader.path}: holds more decisions than its frame log promised ({len(need)})")
-        tokens = drop_key_tokens(decision.tokens, settings.drop_keys)
-        after_move = pressed_after_move(tokens)
-        views = None
-        if need is None or need[index]:
-            views = compute_views(decision.image, decision.pointer_px, layout)
-        yield DecisionSample(
-            index=index,
-            views=views,
-            tokens=tokens,
-            pointer=decision.pointer,
-            speed=decision.game_speed,
-            burst=decision.burst,
-            pressed_after_move=after_move,
-            focus=decision.focus,
-            policy_inputs=policy_inputs,
-            trainable=not decision.burst
-            and decision.focus
-            and not policy_inputs
-            and not (settings.look_before_click and after_move),
+    stored = None
+    if settings.stored_views:
+        manifest = reader.manifest
+        expected = manifest.extra.get(stored_views.MANIFEST_KEY)
+        stored, why = stored_views.for_layout(
+            reader.path, layout, len(reader.frame_records), manifest.screen, expected
         )
+        if why is not None:
+            _warn_once(reader.path, f"{why}; decoding its video instead")
+    done = 0  # decisions given so far
+    if stored is not None:
+        with stored:
+            try:
+                for decision in reader.decisions(images=False):
+                    wanted = need is None or (decision.index < len(need) and need[decision.index])
+                    views = stored.views_at(decision.frame_index) if wanted else None
+                    yield _sample(reader, decision, views, settings, need)
+                    done = decision.index + 1
+                return
+            except stored_views.StoredViewsError as error:
+                _warn_once(reader.path, f"{error}; decoding its video from decision {done} on")
+    for decision in reader.decisions():
+        if decision.index < done:
+            continue
+        views = None
+        if need is None or (decision.index < len(need) and need[decision.index]):
+            views = compute_views(decision.image, decision.pointer_px, layout)
+        yield _sample(reader, decision, views, settings, need)
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_once(path: Path, message: str) -> None:
+    """One warning per session and reason in this process (a stream reads a session every epoch)."""
+    if (str(path), message) not in _warned:
+        _warned.add((str(path), message))
+        log.warning("session %s: %s", path, message)
+
+
+def _sample(
+    reader: SessionReader,
+    decision: Decision,
+    views: dict[str, np.ndarray] | None,
+    settings: DecodeSettings,
+    need: np.ndarray | None,
+) -> DecisionSample:
+    index = decision.index
+    if need is not None and index >= len(need):
+        raise UserError(f"{reader.path}: holds more decisions than its frame log promised ({len(need)})")
+    policy_inputs = reader.manifest.source != "policy" and any(
+        event.source == "policy" for event in decision.events
+    )
+    tokens = drop_key_tokens(decision.tokens, settings.drop_keys)
+    after_move = pressed_after_move(tokens)
+    return DecisionSample(
+        index=index,
+        views=views,
+        tokens=tokens,
+        pointer=decision.pointer,
+        speed=decision.game_speed,
+        burst=decision.burst,
+        pressed_after_move=after_move,
+        focus=decision.focus,
+        policy_inputs=policy_inputs,
+        trainable=not decision.burst
+        and decision.focus
+        and not policy_inputs
+        and not (settings.look_before_click and after_move),
+    )
 
 
 if __name__ == "__main__":

@@ -136,8 +136,8 @@ class Decision:
     index: int
     frame_index: int
     t_ns: int
-    image: np.ndarray
-    """(H, W, 3) uint8 RGB: the anchor frame as decoded from the video."""
+    image: np.ndarray | None
+    """(H, W, 3) uint8 RGB: the anchor frame as decoded from the video (None: asked without images)."""
     tokens: np.ndarray
     """(8, 3) int64 (kind, x, y) tokens of this decision's inputs (`screen.tokens`), read-only."""
     burst: bool
@@ -276,14 +276,19 @@ class SessionReader:
             "uncovered_inputs": windows.uncovered,
         }
 
-    def decisions(self, decision_hz: float = 5.0) -> Iterator[Decision]:
-        """The session's decisions in order, each with its anchor frame decoded from the video."""
+    def decisions(self, decision_hz: float = 5.0, images: bool = True) -> Iterator[Decision]:
+        """The session's decisions in order, each with its anchor frame decoded from the video.
+
+        `images=False` decodes nothing: every decision's `image` is None (a reader of the views stored
+        at capture time needs only the rest).
+        """
         _check_rate(decision_hz)
         windows = self.windows(decision_hz).windows
         by_frame = {window.frame: window for window in windows}
         state, snapshot = ArenaState(), ArenaState()
         logs, next_log, changed = self.log_records, 0, False
-        for record, frame in self._decoded():
+        frames = self._decoded() if images else ((record, None) for record in self.frame_records)
+        for record, frame in frames:
             while next_log < len(logs) and logs[next_log].frame <= record.index:
                 try:
                     parsed = parse_line(logs[next_log].line)
@@ -303,7 +308,7 @@ class SessionReader:
                 index=window.index,
                 frame_index=record.index,
                 t_ns=record.t_ns,
-                image=to_rgb(frame),  # only anchors pay for the colour conversion
+                image=None if frame is None else to_rgb(frame),  # only anchors pay for the conversion
                 tokens=tokens.slots,
                 burst=bool(tokens.burst),
                 dropped_keys=int(tokens.dropped),

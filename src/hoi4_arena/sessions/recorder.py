@@ -37,6 +37,7 @@ from typing import Any
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import ArenaState, GameLogError, parse_line
 from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerError
 from hoi4_arena.sessions.format import CODECS, SOURCES, SPLITS
 
@@ -79,6 +80,9 @@ class RecorderSettings:
     """A live game: a frame the encoder cannot take is dropped (counted), never waited for."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Kept in the manifest's `extra` (worker and window details, notes)."""
+    views: tuple[str, ...] = ("cpu",)
+    """View layouts whose views of every frame are stored beside the video (training then reads them
+    instead of decoding it; `sessions/stored_views.py`); () stores none."""
 
     def __post_init__(self) -> None:
         if (
@@ -107,6 +111,9 @@ class RecorderSettings:
             raise UserError(f"--side must be BLU or RED, not {self.side!r}")
         if not 0 <= self.after_winner_s <= 3600:
             raise UserError(f"--after-winner must lie in 0..3600 seconds, not {self.after_winner_s}")
+        self.views = (self.views,) if isinstance(self.views, str) else tuple(self.views)
+        for name in self.views:
+            ViewLayout.named(name)  # an unknown layout is refused with the known ones
 
     @property
     def period_ns(self) -> int:
@@ -169,7 +176,11 @@ class Recorder:
             extra=dict(settings.extra),
         )
         self.writer = SessionWriter(
-            self.folder, manifest, video=VideoConfig(codec=settings.codec), realtime=settings.realtime
+            self.folder,
+            manifest,
+            video=VideoConfig(codec=settings.codec),
+            realtime=settings.realtime,
+            views=settings.views,
         )
         self.worker = worker
         self.size = (height, width)
@@ -249,7 +260,9 @@ class Recorder:
         writer = self._writer()
         if capture.frame is None:
             raise ValueError("the recorder needs full frames: capture with CaptureRequest(full=True)")
-        index = writer.add_frame(capture.frame, capture.t_ns, capture.pointer, capture.focus)
+        # The views a worker computed for this capture are stored as they are when their layout is one
+        # the recorder stores; the others are computed from the frame.
+        index = writer.add_frame(capture.frame, capture.t_ns, capture.pointer, capture.focus, capture.views)
         if index is None:
             return None
         if self._keep_from is None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.sessions import stored_views
 from hoi4_arena.sessions.format import (
     ARENA_LOG,
     BACKUP,
@@ -52,6 +53,15 @@ STAGING = ".salvage-tmp"
 # manifest is what marks the salvage as done.
 _REPLACEABLE = (VIDEO, FRAMES, INPUTS, ARENA_LOG, LOCK, MANIFEST + ".tmp", MANIFEST)
 _NEVER_STAGED = (LOCK, MANIFEST + ".tmp")
+
+
+def _replaceable(name: str) -> bool:
+    return name in _REPLACEABLE or bool(stored_views.FILE_RE.match(name))
+
+
+def _swap_order(name: str) -> tuple[int, str]:
+    # The views files (views-<layout>.bin) go in right after the video.
+    return (_REPLACEABLE.index(name), "") if name in _REPLACEABLE else (0, name)
 
 
 def salvage(folder: str | os.PathLike, undo: bool = False) -> dict[str, Any]:
@@ -122,6 +132,7 @@ def salvage(folder: str | os.PathLike, undo: bool = False) -> dict[str, Any]:
         lines = sources[name].lines[:count] if sources[name] else []
         (staging / name).write_bytes(b"".join(line + b"\n" for line in lines))
         staged[name] = staging / name
+    views_cut, views_kept = _stage_views(path, staging, kept, staged)
     if kept:
         written = remux_prefix(path / VIDEO, staging / VIDEO, kept)
         check = probe(staging / VIDEO)
@@ -138,6 +149,8 @@ def salvage(folder: str | os.PathLike, undo: bool = False) -> dict[str, Any]:
         "log_lines": len(logs) - kept_logs,
         "torn_lines": sorted(name for name, lines in sources.items() if lines is not None and lines.torn),
     }
+    if views_cut:
+        cut["views"] = views_cut
     ended = {
         "reason": "salvaged",
         "cut": cut,
@@ -145,11 +158,20 @@ def salvage(folder: str | os.PathLike, undo: bool = False) -> dict[str, Any]:
     }
     if last_t is not None and frames:
         ended["duration_s"] = round((last_t - frames[0].t_ns) / 1e9, 3)
-    finished = dataclasses.replace(manifest, complete=True, frames=kept, ended=ended)
+    extra = dict(manifest.extra)
+    if stored_views.MANIFEST_KEY in extra:
+        # Only the views files the session keeps: a reader warns about a listed file that is missing.
+        listed = extra[stored_views.MANIFEST_KEY]
+        kept_views = (
+            {name: v for name, v in listed.items() if name in views_kept} if isinstance(listed, dict) else {}
+        )
+        extra[stored_views.MANIFEST_KEY] = kept_views
+    finished = dataclasses.replace(manifest, complete=True, frames=kept, ended=ended, extra=extra)
     write_json_atomic(staging / MANIFEST, finished.to_dict())
     staged[MANIFEST] = staging / MANIFEST
 
     present = [name for name in _REPLACEABLE if (path / name).exists()]
+    present[1:1] = [file.name for file in stored_views.views_files(path)]
     created = [name for name in staged if name not in present]
     _swap(path, staged=staged, replaced=present, created=created, note={"cut": cut})
     shutil.rmtree(staging, ignore_errors=True)
@@ -163,6 +185,38 @@ def salvage(folder: str | os.PathLike, undo: bool = False) -> dict[str, Any]:
         "cut": cut,
         "backup": str(path / BACKUP),
     }
+
+
+def _stage_views(
+    path: Path, staging: Path, kept: int, staged: dict[str, Path]
+) -> tuple[dict[str, Any], set[str]]:
+    """Stage each views file cut to the `kept` frames; one that cannot cover them is left out (removed).
+
+    Returns what was cut or removed per file, and the names kept.
+    """
+    cut: dict[str, Any] = {}
+    names: set[str] = set()
+    for file in stored_views.views_files(path):
+        try:
+            with stored_views.StoredViews.open(file) as views:
+                if views.frames < kept:
+                    raise stored_views.StoredViewsError(f"holds {views.frames} of the {kept} frames kept")
+                for index in range(kept):
+                    views.check(index)
+                end = views.prefix_end(kept)
+        except stored_views.StoredViewsError as error:
+            cut[file.name] = {"removed": str(error)}
+            continue
+        with open(file, "rb") as source, open(staging / file.name, "xb") as target:
+            while source.tell() < end:
+                target.write(source.read(min(1 << 20, end - source.tell())))
+            target.flush()
+            os.fsync(target.fileno())
+        staged[file.name] = staging / file.name
+        names.add(file.name)
+        if views.frames > kept or views.torn:
+            cut[file.name] = {"frames": views.frames - kept, "torn": views.torn}
+    return cut, names
 
 
 def _refuse_live(path: Path) -> None:
@@ -196,8 +250,7 @@ def _read_journal(path: Path) -> dict[str, Any] | None:
         raise UserError(
             f"{journal}: unreadable salvage journal; restore the session by hand from {BACKUP}/"
         ) from None
-    names = set(_REPLACEABLE)
-    if not set(replaced) <= names or not set(created) <= names:
+    if not all(_replaceable(str(name)) for name in (*replaced, *created)):
         raise UserError(f"{journal}: names files salvage never touches; restore the session by hand")
     return data
 
@@ -218,7 +271,7 @@ def _swap(
             os.link(path / name, backup / name)
         except OSError:
             shutil.copy2(path / name, backup / name)
-    order = sorted(staged, key=_REPLACEABLE.index)
+    order = sorted(staged, key=_swap_order)
     for name in order:
         if name != MANIFEST:
             os.replace(staged[name], path / name)

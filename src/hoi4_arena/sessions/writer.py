@@ -40,6 +40,7 @@ import numpy as np
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.lattice import to_lattice
+from hoi4_arena.sessions import stored_views
 from hoi4_arena.sessions.format import (
     ARENA_LOG,
     FRAMES,
@@ -66,6 +67,9 @@ class SessionWriter:
     `realtime` (a live game on the wall clock): a frame the encoder cannot take at once is dropped, so
     capture never stalls. Without it (a virtual clock, offline writing) `add_frame` waits for the
     encoder and drops nothing.
+
+    `views` names the view layouts (screen/layout.py) whose views of every frame are stored beside the
+    video (`sessions/stored_views.py`), so that training need not decode it; none by default.
     """
 
     def __init__(
@@ -75,6 +79,7 @@ class SessionWriter:
         *,
         video: VideoConfig | None = None,
         realtime: bool = True,
+        views: tuple[str, ...] = (),
     ) -> None:
         self.folder = Path(folder)
         self.realtime = realtime
@@ -88,10 +93,15 @@ class SessionWriter:
             raise ValueError(f"video codec {video.codec!r} differs from the manifest's {manifest.codec!r}")
         self.manifest = dataclasses.replace(manifest, complete=False, frames=0, dropped_frames=0, ended=None)
         self._size = self.manifest.size
+        layouts = stored_views.layouts_to_store(views, self._size)
+        if layouts:
+            names = {stored_views.file_name(layout): stored_views.identity(layout) for layout in layouts}
+            self.manifest.extra = {**self.manifest.extra, stored_views.MANIFEST_KEY: names}
         missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
         self.folder.mkdir(parents=True, exist_ok=True)
         self._files: list[IO[bytes]] = []
         self._encoder: VideoEncoder | None = None
+        self._views: list[stored_views.ViewsWriter] = []
         try:
             self.lock = acquire_lock(self.folder)
             self._encoder = VideoEncoder(self.folder / VIDEO, self._size, self.manifest.hz, video)
@@ -100,10 +110,17 @@ class SessionWriter:
             self._frames_file = self._open(FRAMES)
             self._inputs_file = self._open(INPUTS)
             self._log_file = self._open(ARENA_LOG)
+            for layout in layouts:
+                path = self.folder / stored_views.file_name(layout)
+                self._views.append(stored_views.ViewsWriter(path, layout, self._size))
         except BaseException:
             # Refused before anything was recorded: leave the disk as it was.
             for handle in self._files:
                 handle.close()
+            for store in self._views:
+                store.close()
+            for layout in layouts:
+                (self.folder / stored_views.file_name(layout)).unlink(missing_ok=True)
             if self._encoder is not None:
                 with contextlib.suppress(Exception):
                     self._encoder.close()
@@ -139,11 +156,18 @@ class SessionWriter:
     # --- recording ---------------------------------------------------------------------------------
 
     def add_frame(
-        self, frame: np.ndarray, t_ns: int, pointer: tuple[int, int], focus: bool = True
+        self,
+        frame: np.ndarray,
+        t_ns: int,
+        pointer: tuple[int, int],
+        focus: bool = True,
+        views: dict[str, np.ndarray] | None = None,
     ) -> int | None:
         """Record a capture taken at `t_ns` with the pointer at `pointer` (x, y) client pixels.
 
-        Returns the frame's index, or None when the encoder's queue was full and the frame was dropped.
+        `views` are the capture's views (`Capture.views`), stored for a layout they belong to instead of
+        being computed again from `frame`. Returns the frame's index, or None when the encoder's queue
+        was full and the frame was dropped.
         """
         self._check_open()
         height, width = self._size
@@ -166,6 +190,10 @@ class SessionWriter:
                 return None
             index = self.frames
             record = FrameRecord(index, t_ns, to_lattice(x, y, self._size), (x, y), bool(focus))
+            # The stored views go out before the frame's line, so a kill never leaves a frame the views
+            # files lack (salvage only cuts them).
+            for store in self._views:
+                store.add(index, stored_views.views_of(store.layout, frame, (x, y), views))
             # The line goes out before the frame is queued: the video never holds a frame the
             # frame log lacks, so salvage only ever cuts frames.jsonl, never the video.
             self._write_line(self._frames_file, record.to_dict())
@@ -257,6 +285,8 @@ class SessionWriter:
             handle.flush()
             os.fsync(handle.fileno())
             handle.close()
+        for store in self._views:
+            store.close()
         counts = self._encoder.close()
         if counts["frames"] != self.frames:
             raise RuntimeError(f"{self.folder}: encoded {counts['frames']} frames but logged {self.frames}")
