@@ -32,8 +32,9 @@ from pathlib import Path
 
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.presets import PRESETS
-from hoi4_arena.play import record_ai
-from hoi4_arena.play.record_ai import RecordAIConfig, make_player, play_game, run_record_ai
+from hoi4_arena.play.record_ai import RecordAIConfig, make_player, run_record_ai
+from hoi4_arena.screen import game
+from hoi4_arena.screen.game import GameSettings, play_game
 from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.worker import CaptureRequest
@@ -85,7 +86,7 @@ def player_loop(plan, size) -> dict:
         with worker_for(spec, seed, side, size) as worker:
             rgba, hotspot = worker.pointer_image()
             player = make_player(config, seed, (rgba.shape[1], rgba.shape[0], tuple(hotspot)))
-            play_ns += play_game(worker, player, side=side, speed=SPEED, spec=spec).play_ns
+            play_ns += play_game(worker, player, GameSettings(side=side, speed=SPEED, spec=spec, after_end_s=2.0)).play_ns
     return {"seconds": time.perf_counter() - start, "play_s": play_ns / 1e9}
 
 
@@ -125,7 +126,7 @@ def record_loop(first_seed: int, count: int, size, out: Path) -> tuple[dict, dic
     timers.wrap(SimWorker, "capture", "captures (render + copy)")
     timers.wrap(ScriptedPlayer, "decide", "player: decide (templates, map)")
     timers.wrap(Recorder, "step", "recorder: step (frame, log, encoder queue)")
-    timers.wrap(record_ai, "start_match", "harness start")
+    timers.wrap(game, "start_match", "harness start")
     config = RecordAIConfig(out=out, games=count, arena="all", seed=first_seed, size=size, progress=False)
     start = time.perf_counter()
     try:

@@ -19,9 +19,10 @@ import torch
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.evaluation.winrate import win_rate
-from hoi4_arena.play.play_policy import PlayConfig, play_game, run_play_policy, sampling_seed
+from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
 from hoi4_arena.play.random_policy import RandomPolicy
 from hoi4_arena.results import read_results
+from hoi4_arena.screen.game import GameSettings, TokenPlayer, play_game, sampling_seed
 from hoi4_arena.screen.lattice import to_lattice, to_pixel
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.tokens import MOVE
@@ -208,7 +209,8 @@ def test_a_worker_error_makes_that_game_invalid_and_the_run_goes_on(
 
 def test_a_decision_limit_leaves_the_game_unfinished_and_invalid(tmp_path: Path) -> None:
     with SimWorker("plains", 0, size=SIZE, layout="cpu", player_kind="policy") as worker:
-        outcome = play_game(worker, RandomPolicy(), side="BLU", speed=5, seed=0, max_decisions=3)
+        player = TokenPlayer(RandomPolicy(), seed=0, side="BLU", speed=5)
+        outcome = play_game(worker, player, GameSettings(side="BLU", speed=5, max_decisions=3))
         assert worker.status()["armed"] is None  # the match is finished: nothing can be sent
     assert outcome.decisions == 3 and not outcome.valid and outcome.reason.startswith("max_decisions")
     assert outcome.winner is None and outcome.session is None

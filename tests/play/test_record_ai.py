@@ -246,7 +246,8 @@ def test_a_crashed_game_is_kept_invalid_and_the_run_goes_on(tmp_path: Path, monk
 
 def test_recording_does_not_change_the_game(tmp_path: Path) -> None:
     """The recorder shares the player's capture; the player must play the same game either way."""
-    from hoi4_arena.play.record_ai import make_player, play_game
+    from hoi4_arena.play.record_ai import make_player
+    from hoi4_arena.screen.game import GameSettings, play_game
     from hoi4_arena.screen.sim_worker import SimWorker
 
     settings = config(tmp_path / "run", games=1, max_days=12)
@@ -264,7 +265,7 @@ def test_recording_does_not_change_the_game(tmp_path: Path) -> None:
     ) as worker:
         rgba, hotspot = worker.pointer_image()
         player = make_player(settings, 20, (rgba.shape[1], rgba.shape[0], tuple(hotspot)))
-        record = play_game(worker, player, side="BLU", speed=5, spec="plains:20", after_end_s=1.0)
+        record = play_game(worker, player, GameSettings(side="BLU", speed=5, spec="plains:20", after_end_s=1.0))
     manifest = json.loads((tmp_path / "run" / row["session"] / "manifest.json").read_text())
     unrecorded = [{k: v for k, v in o.items() if k != "frame"} for o in record.orders]
     assert [{k: v for k, v in o.items() if k != "frame"} for o in manifest["orders"]] == unrecorded

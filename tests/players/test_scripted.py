@@ -11,10 +11,10 @@ import pytest
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import parse_line
-from hoi4_arena.play.record_ai import play_game
 from hoi4_arena.players.scripted import PlayerConfig, ScriptedPlayer, Strategy, StrategyMix
 from hoi4_arena.players.templates import Rules, sim_rules
 from hoi4_arena.screen.events import VK_SPACE
+from hoi4_arena.screen.game import GameSettings, play_game
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.worker import Capture
 
@@ -55,7 +55,7 @@ def game(
             return apply(events, timed)
 
         worker.apply = spy
-        record = play_game(worker, player, side=side, speed=5, spec=spec)
+        record = play_game(worker, player, GameSettings(side=side, speed=5, spec=spec, after_end_s=2.0))
         lines = worker.game.world.log_lines
     return record, player, sent, lines
 

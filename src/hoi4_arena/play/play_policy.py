@@ -7,7 +7,7 @@ Each game:
    (a checkpoint whose layout the worker cannot provide is refused before any game);
 2. the match harness (`screen.match.start_match`): the console's fair coin, seeded by the game seed,
    picks who declares; the game speed is set; the game unpaused. Then the worker is armed in match mode;
-3. every 200 ms on the worker's clock: record a frame (the session's recorder), capture the views,
+3. every 200 ms on the worker's clock: capture the views (and the frame the session stores),
    `Observation.from_views`, `policy.act` (the recurrent state carried across the game),
    `tokens_to_events`, `apply(timed=True)`, the applied events into the session,
    `wait_until(t0 + 200 ms)`;
@@ -16,16 +16,19 @@ Each game:
    invalid); `finish_match` lets go of everything; the session is closed; one row goes into
    OUT/results.jsonl.
 
+Every game is played by the one runner (`play/runner.py`); this module is play-policy's settings, its
+player (`make_player`) and its results rows.
+
 Seeds: game i plays game seed `--seed + i` (with `--side alternate`: `--seed + i // 2`, BLU for even i,
 RED for odd i, so each seed is played from both sides); the policy's sampling generator is seeded per
 game from (game seed, side). Same settings, same games, byte for byte (inputs, frames, log).
 
-A `WorkerError` inside a game (a refused input, a window that died) makes that game invalid with its
-reason; the run goes on. Re-running with the same OUT resumes: games already in results.jsonl are
+A `WorkerError` inside a game (a refused input, a window that died) or a crash makes that game invalid
+with its reason; the run goes on. Re-running with the same OUT resumes: games already in results.jsonl are
 skipped, the settings must match OUT/play.json, and the unfinished session of an interrupted game is
 replaced.
 
-Rows (`evaluation.results.GameResult`, read by `hoi4-arena win-rate`): player (the checkpoint's name,
+Rows (`hoi4_arena.results.GameResult`, read by `hoi4-arena win-rate`): player (the checkpoint's name,
 or "random"), side, opponent "ai", arena, seed, winner, valid, reason, and in the extras game, mode,
 declarer, days, decisions, session (relative to OUT), setup (`gamelog.setup_milestones` of the side).
 
@@ -34,58 +37,40 @@ Try: hoi4-arena play-policy random runs/random --games 4 --max-days 30 --size 64
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import re
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import Any
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.gamelog import setup_milestones
-from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.presets import PRESETS
-from hoi4_arena.results import GameResult, append_result, open_run, win_record
-from hoi4_arena.screen.lattice import to_lattice
-from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
-from hoi4_arena.screen.tokens import DECISION_NS, tokens_to_events
-from hoi4_arena.screen.worker import CaptureRequest, Worker, WorkerError
-from hoi4_arena.sim.headless import MIN_SIZE, arena_of
+from hoi4_arena.play.runner import (
+    GAMES,
+    GamePlan,
+    RunLimits,
+    check_size,
+    decisions_per_day,
+    game_workers,
+    run_games,
+    side_swapped,
+    slug,
+)
+from hoi4_arena.results import GameResult
+from hoi4_arena.screen.game import GameRecord, GameSettings, TokenPlayer, TokenPolicy
+from hoi4_arena.screen.worker import Worker
+from hoi4_arena.sim.headless import arena_of
 
 log = logging.getLogger(__name__)
 
-RESULTS = "results.jsonl"
 SETTINGS = "play.json"
-GAMES = ("sim", "x11")
 SIDES = ("BLU", "RED", "alternate")
-HOURS_PER_SECOND = (1, 3, 6, 12, 24)  # the game speeds of HOI4 and the simulator (sim/clock.py)
 RECORD_HZ = 5.0  # one frame per decision: the recording's frames are the decisions' anchors
 RANDOM = "random"
 ADDED_SETTINGS = {"reset_memory": 0, "follow_through": False}
 """Settings added after play.json files were first written, with the value the games were played with."""
-
-
-class Player(Protocol):
-    """What the decision loop plays: the checkpoint (`PolicyPlayer`) or the random policy."""
-
-    name: str
-    layout: ViewLayout | None
-    """The view layout it reads, or None when it reads no views."""
-
-    def describe(self) -> dict[str, Any]: ...
-
-    def reset(self, seed: int) -> None: ...
-
-    def decide(
-        self, views: dict[str, np.ndarray] | None, speed: int, pointer: tuple[int, int]
-    ) -> np.ndarray: ...
 
 
 @dataclass
@@ -172,15 +157,7 @@ class PlayConfig:
             )
         if self.follow_through and self.mode != "point":
             raise UserError("--follow-through completes the actions of --point decoding: give --point too")
-        height, width = self.size
-        if (
-            not (MIN_SIZE[0] <= height <= 4320 and MIN_SIZE[1] <= width <= 7680)
-            or abs(width * 9 - height * 16) > 16
-        ):
-            raise UserError(
-                f"--size {width}x{height} must be 16:9 and within {MIN_SIZE[1]}x{MIN_SIZE[0]}..7680x4320 "
-                "(e.g. 960x540, 640x360)"
-            )
+        check_size(self.size)
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
         arena_of(self.arena_spec)  # an unknown preset or a bad map folder fails now, with its message
@@ -200,17 +177,8 @@ class PlayConfig:
     def plan(self, index: int) -> tuple[int, str]:
         """Game `index`'s seed and the side the policy plays in it."""
         if self.side == "alternate":
-            return self.seed + index // 2, TAGS[index % 2]
+            return side_swapped(index, self.seed)
         return self.seed + index, self.side
-
-    @property
-    def decisions_per_day(self) -> float:
-        return 24 / (HOURS_PER_SECOND[self.speed - 1] * DECISION_NS / 1e9)
-
-
-def sampling_seed(game_seed: int, side: str) -> int:
-    """The policy's sampling seed for one game: a stream apart from the game's own seeded randomness."""
-    return int(np.random.SeedSequence([game_seed, TAGS.index(side), 0x706C6179]).generate_state(1)[0])
 
 
 # --- the player -------------------------------------------------------------------------------------
@@ -224,7 +192,7 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def make_player(config: PlayConfig) -> tuple[Player, dict[str, Any]]:
+def make_player(config: PlayConfig) -> tuple[TokenPolicy, dict[str, Any]]:
     """The player and what identifies it in play.json (the checkpoint's sha256, mode, temperature)."""
     if config.checkpoint == RANDOM:
         from hoi4_arena.play.random_policy import RandomPolicy
@@ -266,140 +234,7 @@ def make_player(config: PlayConfig) -> tuple[Player, dict[str, Any]]:
     return player, identity
 
 
-# --- one game ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class GameOutcome:
-    """How one game went, from the policy's side."""
-
-    winner: str | None = None
-    valid: bool = True
-    reason: str = ""
-    declarer: str | None = None
-    days: int = 0
-    decisions: int = 0
-    late: int = 0
-    """Decision slots of the 200 ms grid skipped because a decision overran (live games only)."""
-    setup: dict[str, Any] = field(default_factory=dict)
-    session: str | None = None
-
-
-def play_game(
-    worker: Worker,
-    player: Player,
-    *,
-    side: str,
-    speed: int,
-    seed: int,
-    max_decisions: int = 0,
-    recorder: Any = None,
-    session_id: str | None = None,
-    on_decision: Callable[[int, MatchLog], None] | None = None,
-) -> GameOutcome:
-    """Play one game on `worker` (a new, paused game) and finish it; see the module docstring.
-
-    `recorder` is an unstarted `sessions.recorder.Recorder` or None; `session_id` names its session
-    (the manifest's id). A `WorkerError` makes the game invalid; anything else propagates after the
-    match is finished and the session closed.
-    """
-    outcome = GameOutcome()
-    match_log: MatchLog | None = None
-    end = "error: the game did not start"
-    try:
-        info = worker.attach()
-        if player.layout is not None and info.get("layout") != player.layout.version:
-            raise UserError(
-                f"the worker captures view layout {info.get('layout')!r}, the policy reads "
-                f"{player.layout.version!r} ({player.layout.name}); it cannot play this game"
-            )
-        request = CaptureRequest(views=player.layout is not None)
-        # One decision before the match, thrown away: the first call of a model is slow (allocations,
-        # kernels), and on a live game that would make the first real decision late.
-        capture = worker.capture(request)
-        player.reset(0)
-        player.decide(capture.views or None, speed, to_lattice(*capture.pointer, capture.size))
-        started = start_match(worker, MatchConfig(speed=speed))
-        outcome.declarer = started.declarer
-        match_log = MatchLog(worker, started.log_offset, started.log_lines)
-        if recorder is not None:
-            recorder.start(worker, info)
-            if session_id is not None:
-                recorder.writer.update_manifest(id=session_id)
-        worker.arm("match")
-        player.reset(sampling_seed(seed, side))
-        # Decisions start on a fixed 200 ms grid of the worker's clock (a live game's captures drift
-        # otherwise, and a recording is cut into decisions on that grid); a decision that overran its
-        # 200 ms skips to the next grid point.
-        tick = worker.now_ns()
-        while True:
-            if recorder is not None:
-                stop = recorder.step()  # this instant's frame and log lines into the session
-                if stop is not None and stop.startswith("error"):
-                    raise WorkerError("recorder", stop.removeprefix("error: "))
-            capture = worker.capture(request)
-            match_log.poll()
-            if match_log.over:
-                end = "winner" if match_log.winner is not None else "draw"
-                break
-            if max_decisions and outcome.decisions >= max_decisions:
-                end = "max_decisions"
-                outcome.valid = False
-                outcome.reason = (
-                    f"max_decisions: stopped after {max_decisions} decisions, the game had not ended"
-                )
-                break
-            # The decision's slots count from its capture: a recording cuts decisions at the frames.
-            t0 = capture.t_ns
-            pointer = to_lattice(*capture.pointer, capture.size)
-            tokens = player.decide(capture.views or None, started.speed, pointer)
-            events = tokens_to_events(tokens, t0, capture.size, pointer=capture.pointer, source="policy")
-            worker.apply(events, timed=True)
-            if recorder is not None:
-                recorder.add_inputs(events)
-            outcome.decisions += 1
-            if on_decision is not None:
-                on_decision(outcome.decisions, match_log)
-            tick += DECISION_NS
-            now = worker.now_ns()
-            if now > tick:
-                missed = (now - tick) // DECISION_NS + 1
-                outcome.late += missed
-                tick += missed * DECISION_NS
-            worker.wait_until(tick)
-    except WorkerError as error:
-        outcome.valid = False
-        outcome.reason = f"worker: {error}"
-        end = f"error: {error}"
-    except KeyboardInterrupt:
-        end = "interrupt"
-        raise
-    except BaseException as error:
-        end = f"error: {type(error).__name__}: {error}"
-        raise
-    finally:
-        with contextlib.suppress(WorkerError):
-            finish_match(worker)
-        if recorder is not None and recorder.writer is not None and not recorder.writer.closed:
-            recorder.close(end)
-            outcome.session = str(recorder.folder)
-    if match_log is None:  # the match never started
-        outcome.setup = setup_milestones([], side)
-        return outcome
-    state = match_log.state
-    outcome.winner = state.winner if outcome.valid else None
-    if outcome.valid:
-        outcome.reason = "capitulation" if state.winner is not None else f"draw: {state.draw}"
-    outcome.days = state.h // 24
-    outcome.setup = setup_milestones(match_log.lines, side)
-    return outcome
-
-
 # --- the run ----------------------------------------------------------------------------------------
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "policy"
 
 
 def _run_settings(config: PlayConfig, identity: dict[str, Any]) -> dict[str, Any]:
@@ -419,59 +254,82 @@ def _run_settings(config: PlayConfig, identity: dict[str, Any]) -> dict[str, Any
     }
 
 
-@contextlib.contextmanager
-def _games(config: PlayConfig, layout: ViewLayout | None) -> Iterator[Callable[[int, str], Any]]:
-    """A factory of game workers for the run: `open(seed, side)` is a context manager of a `Worker`."""
-    layout = layout or ViewLayout.named("cpu")  # a player that reads no views: the cheapest layout
-    if config.game == "sim":
-        from hoi4_arena.screen.sim_worker import SimWorker
+class _PlayRun:
+    """play-policy's games for the runner: the plan of seeds and sides, the token player, the rows."""
 
-        @contextlib.contextmanager
-        def open_sim(seed: int, side: str) -> Iterator[Worker]:
-            with SimWorker(
-                config.arena_spec,
-                seed,
-                size=config.size,
-                layout=layout,
-                player=side,
-                ai={other_tag(side): config.ai_strength},
-                max_days=config.max_days,
-                player_kind="policy",
-            ) as worker:
-                yield worker
+    def __init__(
+        self, config: PlayConfig, policy: TokenPolicy, identity: dict[str, Any], run_id: str
+    ) -> None:
+        self.config = config
+        self.policy = policy
+        self.identity = identity
+        self.run_id = run_id
+        self.name = policy.name
 
-        yield open_sim
-        return
-    from hoi4_arena.screen.window_games import WindowGames
+    def plan(self, index: int) -> GamePlan:
+        seed, side = self.config.plan(index)
+        return GamePlan(index, self.config.arena, self.config.arena_spec, seed, side, self.config.speed)
 
-    with WindowGames(config.size) as windows:
+    def workers(self):
+        config = self.config
+        # A player that reads no views gets the cheapest layout.
+        return game_workers(
+            config.game,
+            config.size,
+            self.policy.layout or "cpu",
+            max_days=config.max_days,
+            ai_strength=config.ai_strength,
+        )
 
-        def open_window(seed: int, side: str):
-            return windows.open(
-                arena=config.arena_spec,
-                seed=seed,
-                side=side,
-                layout=layout,
-                max_days=config.max_days,
-                ai_strength=config.ai_strength,
-            )
+    def player(self, plan: GamePlan, worker: Worker) -> TokenPlayer:
+        return TokenPlayer(self.policy, seed=plan.seed, side=plan.side, speed=plan.speed)
 
-        yield open_window
+    def game_settings(self, plan: GamePlan, budget_ns: int | None) -> GameSettings:
+        return GameSettings(side=plan.side, speed=plan.speed, max_decisions=self.config.max_decisions)
 
+    def session_id(self, plan: GamePlan) -> str:
+        return f"{slug(self.name)}-{self.run_id}-g{plan.index:04d}-s{plan.seed}-{plan.side}"
 
-def summarize(rows: list[GameResult], seconds: float, decisions_now: int, games_now: int) -> dict[str, Any]:
-    """The run's record: wins, draws, losses, the win rate with its Wilson interval, setup counts."""
-    return {
-        **win_record(rows),
-        "decisions": sum(int(r.extra.get("decisions", 0)) for r in rows),
-        "this_run": {
-            "games": games_now,
-            "decisions": decisions_now,
-            "seconds": round(seconds, 2),
-            "decisions_per_s": round(decisions_now / seconds, 1) if seconds > 0 else None,
-            "games_per_minute": round(60 * games_now / seconds, 2) if seconds > 0 else None,
-        },
-    }
+    def recorder_settings(self, plan: GamePlan) -> Any:
+        config = self.config
+        if not config.record:
+            return None
+        from hoi4_arena.sessions.recorder import RecorderSettings
+
+        return RecorderSettings(
+            hz=RECORD_HZ,
+            game_speed=plan.speed,
+            source="policy",
+            codec=config.codec,
+            game="sim",
+            side=plan.side,
+            after_winner_s=0.0,
+            realtime=config.game == "x11",
+            extra={"play": {**self.identity, "game": plan.index, "seed": plan.seed, "run": self.run_id}},
+        )
+
+    def row(self, plan: GamePlan, record: GameRecord) -> GameResult:
+        return GameResult(
+            player=self.name,
+            side=plan.side,
+            winner=record.winner,
+            valid=record.valid,
+            arena=plan.arena,
+            seed=plan.seed,
+            opponent="ai",
+            reason=record.reason,
+            extra={
+                "game": plan.index,
+                "mode": self.config.mode,
+                "declarer": record.declarer,
+                "days": record.days,
+                "decisions": record.decisions,
+                "minutes": round(record.play_ns / 60e9, 4),
+                "late": record.late,
+                "session": record.session,
+                "setup": record.setup,
+            },
+        )
 
 
 def run_play_policy(config: PlayConfig) -> dict[str, Any]:
@@ -480,149 +338,24 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         import torch
 
         torch.set_num_threads(config.threads)
-    player, identity = make_player(config)
+    policy, identity = make_player(config)
     settings = _run_settings(config, identity)
+    run_id = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
+    per_game = math.ceil(config.max_days * decisions_per_day(config.speed))
+    limits = RunLimits(
+        games=config.games,
+        decisions_per_game=min(per_game, config.max_decisions) if config.max_decisions else per_game,
+    )
     # The checkpoint is known by its bytes (sha256): the same file by another path is the same run.
-    done = open_run(
+    summary = run_games(
+        _PlayRun(config, policy, identity, run_id),
         config.out,
-        SETTINGS,
-        settings,
-        "play-policy",
+        settings_file=SETTINGS,
+        settings=settings,
+        command="play-policy",
+        limits=limits,
+        progress=config.progress,
         added=ADDED_SETTINGS,
         ignored=("checkpoint",) if "sha256" in settings else (),
     )
-    run_id = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
-    results_path = config.out / RESULTS
-    todo = [i for i in range(config.games) if i not in done]
-    skipped = config.games - len(todo)
-    started = time.perf_counter()
-    decisions_now = games_now = 0
-    interrupted = False
-    with _Progress(config, skipped, player.name) as progress, _games(config, player.layout) as open_game:
-        for index in todo:
-            seed, side = config.plan(index)
-            session_id = f"{_slug(player.name)}-{run_id}-g{index:04d}-s{seed}-{side}"
-            recorder = None
-            if config.record:
-                from hoi4_arena.sessions.lock import remove_unfinished
-                from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
-
-                folder = config.out / session_id
-                remove_unfinished(folder)
-                recorder = Recorder(
-                    folder,
-                    RecorderSettings(
-                        hz=RECORD_HZ,
-                        game_speed=config.speed,
-                        source="policy",
-                        codec=config.codec,
-                        game="sim",
-                        side=side,
-                        after_winner_s=0.0,
-                        realtime=config.game == "x11",
-                        extra={"play": {**identity, "game": index, "seed": seed, "run": run_id}},
-                    ),
-                )
-            progress.start_game(index, seed, side)
-            try:
-                try:
-                    with open_game(seed, side) as worker:
-                        outcome = play_game(
-                            worker,
-                            player,
-                            side=side,
-                            speed=config.speed,
-                            seed=seed,
-                            max_decisions=config.max_decisions,
-                            recorder=recorder,
-                            session_id=session_id,
-                            on_decision=progress.decision,
-                        )
-                except WorkerError as error:  # the game's worker could not be opened or closed
-                    outcome = GameOutcome(valid=False, reason=f"worker: {error}")
-            except KeyboardInterrupt:
-                interrupted = True
-                break
-            if outcome.session is not None:
-                outcome.session = session_id  # relative to OUT: the folder can move
-            row = GameResult(
-                player=player.name,
-                side=side,
-                winner=outcome.winner,
-                valid=outcome.valid,
-                arena=config.arena,
-                seed=seed,
-                opponent="ai",
-                reason=outcome.reason,
-                extra={
-                    "game": index,
-                    "mode": config.mode,
-                    "declarer": outcome.declarer,
-                    "days": outcome.days,
-                    "decisions": outcome.decisions,
-                    "late": outcome.late,
-                    "session": outcome.session,
-                    "setup": outcome.setup,
-                },
-            )
-            append_result(results_path, row)
-            done[index] = row
-            decisions_now += outcome.decisions
-            games_now += 1
-            progress.end_game(row)
-    seconds = time.perf_counter() - started
-    rows = [done[i] for i in sorted(done) if i < config.games]
-    return {
-        "player": player.name,
-        "mode": config.mode,
-        "out": str(config.out),
-        "results": str(results_path),
-        "skipped": skipped,
-        "interrupted": interrupted,
-        **summarize(rows, seconds, decisions_now, games_now),
-        "settings": settings,
-    }
-
-
-class _Progress:
-    """Two bars on stderr: games of the run, and decisions of the game being played."""
-
-    def __init__(self, config: PlayConfig, skipped: int, name: str) -> None:
-        from hoi4_arena.terminal import progress_bar
-
-        self.config = config
-        self.bar = progress_bar() if config.progress else None
-        self.skipped = skipped
-        self.name = name
-        self.record = {"win": 0, "draw": 0, "loss": 0, "invalid": 0}
-        per_game = int(np.ceil(config.max_days * config.decisions_per_day))
-        self.per_game = min(per_game, config.max_decisions) if config.max_decisions else per_game
-
-    def __enter__(self) -> _Progress:
-        if self.bar is not None:
-            self.bar.start()
-            self.games = self.bar.add_task(
-                f"{self.name}: games", total=self.config.games, completed=self.skipped
-            )
-            self.decisions = self.bar.add_task("decisions", total=self.per_game)
-        return self
-
-    def start_game(self, index: int, seed: int, side: str) -> None:
-        if self.bar is not None:
-            self.bar.reset(
-                self.decisions, total=self.per_game, description=f"game {index} (seed {seed}, {side})"
-            )
-
-    def decision(self, count: int, match_log: MatchLog) -> None:
-        if self.bar is not None and count % 5 == 0:
-            self.bar.update(self.decisions, completed=count)
-
-    def end_game(self, row: GameResult) -> None:
-        self.record["invalid" if not row.valid else row.outcome] += 1
-        if self.bar is not None:
-            record = " ".join(f"{k} {v}" for k, v in self.record.items())
-            self.bar.update(self.games, advance=1, description=f"{self.name}: {record}")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+    return {"player": policy.name, "mode": config.mode, **summary, "settings": settings}

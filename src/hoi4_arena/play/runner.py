@@ -1,0 +1,327 @@
+"""The one game runner: every game any command plays goes through `screen.game` (`Game`, `play_game`), every
+run of games through `run_games`.
+
+One game is `screen.game.play_game` (the step-driven `Game`, which the Gymnasium env steps too); its
+docstring says what a game is. This module plays runs of them.
+
+A run (`run_games`) is a command's `Run`: the plan of game i (map, seed, side, speed), how to open its
+worker, the player of a game, the recorder's settings and the results row. The runner resumes OUT
+(`results.open_run`: the settings must match, finished games are skipped, an interrupted game's
+unfinished session is replaced), keeps a crashed game as invalid with its reason and goes on, shows the
+progress, appends one row a game to OUT/results.jsonl and returns the summary.
+
+Try: hoi4-arena play-policy random runs/random --games 2 --max-days 10
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.results import GameResult, append_result, open_run, win_record
+from hoi4_arena.screen.game import GameRecord, GameSettings, play_game
+from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.screen.tokens import DECISION_NS
+from hoi4_arena.screen.worker import Worker, WorkerError
+from hoi4_arena.sim.clock import HOURS_PER_SECOND
+from hoi4_arena.sim.headless import MIN_SIZE
+
+log = logging.getLogger(__name__)
+
+RESULTS = "results.jsonl"
+GAMES = ("sim", "x11")
+
+
+# --- the workers of a run -----------------------------------------------------------------------------
+
+
+def check_size(size: tuple[int, int], hint: str = "e.g. 960x540, 640x360") -> None:
+    """Refuse (UserError) a game screen that is not 16:9 or lies outside the simulator's sizes."""
+    height, width = size
+    if (
+        not (MIN_SIZE[0] <= height <= 4320 and MIN_SIZE[1] <= width <= 7680)
+        or abs(width * 9 - height * 16) > 16
+    ):
+        raise UserError(
+            f"--size {width}x{height} must be 16:9 and within {MIN_SIZE[1]}x{MIN_SIZE[0]}..7680x4320 ({hint})"
+        )
+
+
+@dataclass(frozen=True)
+class GamePlan:
+    """One game of a run: which map, seed, side and speed."""
+
+    index: int
+    arena: str
+    """The arena's name in results (a preset, or a map folder as given)."""
+    spec: str
+    """The map as both games read it: preset:seed or a folder."""
+    seed: int
+    side: str
+    speed: int
+
+
+def side_swapped(index: int, first_seed: int) -> tuple[int, str]:
+    """Games 2k and 2k + 1 play seed `first_seed + k`, BLU first: a side's advantage cancels in a pair."""
+    return first_seed + index // 2, TAGS[index % 2]
+
+
+@contextlib.contextmanager
+def game_workers(
+    game: str,
+    size: tuple[int, int],
+    layout: ViewLayout | str,
+    *,
+    max_days: int,
+    ai_strength: float,
+    ai_both: bool = False,
+    player_kind: str | None = "policy",
+) -> Iterator[Callable[[GamePlan], AbstractContextManager[Worker]]]:
+    """A factory of one run's game workers: `open(plan)` is a context manager of a new, paused game's
+    worker. sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb
+    (one for the run), through the X11 worker, in real time."""
+    layout = ViewLayout.named(layout) if isinstance(layout, str) else layout
+
+    def ai_of(side: str) -> dict[str, float]:
+        return {tag: ai_strength for tag in TAGS} if ai_both else {other_tag(side): ai_strength}
+
+    if game == "sim":
+        from hoi4_arena.screen.sim_worker import SimWorker
+
+        def open_sim(plan: GamePlan) -> AbstractContextManager[Worker]:
+            return SimWorker(
+                plan.spec,
+                plan.seed,
+                size=size,
+                layout=layout,
+                player=plan.side,
+                ai=ai_of(plan.side),
+                max_days=max_days,
+                player_kind=player_kind,
+            )
+
+        yield open_sim
+        return
+    from hoi4_arena.screen.window_games import WindowGames
+
+    with WindowGames(size) as windows:
+
+        def open_window(plan: GamePlan) -> AbstractContextManager[Worker]:
+            return windows.open(
+                arena=plan.spec,
+                seed=plan.seed,
+                side=plan.side,
+                layout=layout,
+                max_days=max_days,
+                ai_strength=ai_strength,
+            )
+
+        yield open_window
+
+
+# --- a run of games -----------------------------------------------------------------------------------
+
+
+class Run(Protocol):
+    """What a command tells the runner about its games (play-policy's and record-ai's drivers)."""
+
+    name: str
+    """The player's name on the progress bar."""
+
+    def plan(self, index: int) -> GamePlan: ...
+
+    def workers(self) -> AbstractContextManager[Callable[[GamePlan], AbstractContextManager[Worker]]]: ...
+
+    def player(self, plan: GamePlan, worker: Worker) -> Any: ...
+
+    def game_settings(self, plan: GamePlan, budget_ns: int | None) -> GameSettings: ...
+
+    def session_id(self, plan: GamePlan) -> str: ...
+
+    def recorder_settings(self, plan: GamePlan) -> Any: ...
+
+    """The session's `sessions.recorder.RecorderSettings`, or None to play without recording."""
+
+    def row(self, plan: GamePlan, record: GameRecord) -> GameResult: ...
+
+
+@dataclass
+class RunLimits:
+    """How many games a run plays."""
+
+    games: int | None
+    """At most this many games (None: until the budget runs out)."""
+    budget_ns: int | None = None
+    """Play time on the games' clocks for the whole run (the game that runs it out is cut, invalid)."""
+    decisions_per_game: int = 0
+    """A guess of one game's decisions, for the progress bar (0: none)."""
+
+
+def slug(text: str, fallback: str = "policy") -> str:
+    """A name made safe for a folder: letters, digits, `_`, `.` and `-`."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or fallback
+
+
+def run_games(
+    run: Run,
+    out: Path,
+    *,
+    settings_file: str,
+    settings: dict[str, Any],
+    command: str,
+    limits: RunLimits,
+    progress: bool = True,
+    added: dict[str, Any] | None = None,
+    ignored: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Play a run's games into `out` (resuming it); the summary: the record, decisions, play minutes,
+    this run's speed."""
+    from hoi4_arena.sessions.lock import remove_unfinished
+    from hoi4_arena.sessions.recorder import Recorder
+
+    done = open_run(out, settings_file, settings, command, added=added, ignored=ignored)
+    limit = limits.games if limits.games is not None else 10**9
+    skipped = sum(1 for i in done if i < limit)
+    results_path = out / RESULTS
+    spent_ns = sum(round(float(r.extra.get("minutes", 0)) * 60e9) for r in done.values())
+    started = time.perf_counter()
+    decisions_now = games_now = 0
+    play_ns_now = 0
+    interrupted = False
+    with _Progress(run.name, limits, skipped, progress) as bar, run.workers() as open_worker:
+        for index in range(limit):
+            if index in done:
+                continue
+            left = None if limits.budget_ns is None else limits.budget_ns - spent_ns
+            if left is not None and left <= 0:
+                break
+            plan = run.plan(index)
+            session_id = run.session_id(plan)
+            recorder_settings = run.recorder_settings(plan)
+            recorder = None
+            folder = out / session_id
+            if recorder_settings is not None:
+                remove_unfinished(folder)
+                recorder = Recorder(folder, recorder_settings)
+            bar.start_game(plan)
+            try:
+                try:
+                    with open_worker(plan) as worker:
+                        player = run.player(plan, worker)
+                        record = play_game(
+                            worker,
+                            player,
+                            run.game_settings(plan, left),
+                            recorder=recorder,
+                            session_id=session_id,
+                            on_decision=bar.decision,
+                        )
+                except UserError:
+                    raise
+                except WorkerError as error:  # the game's worker could not be opened or closed
+                    record = GameRecord(valid=False, reason=f"worker: {error}")
+                except Exception as error:  # a crashed game is kept, invalid, and the run goes on
+                    log.exception("game %d (%s, seed %d, %s) crashed", index, plan.spec, plan.seed, plan.side)
+                    record = GameRecord(valid=False, reason=f"crash: {type(error).__name__}: {error}")
+                    record.session = str(folder) if (folder / "manifest.json").exists() else None
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            if record.session is not None:
+                record.session = session_id  # relative to OUT: the folder can move
+            spent_ns += record.play_ns
+            play_ns_now += record.play_ns
+            decisions_now += record.decisions
+            games_now += 1
+            row = run.row(plan, record)
+            append_result(results_path, row)
+            done[index] = row
+            bar.end_game(row)
+    seconds = time.perf_counter() - started
+    rows = [done[i] for i in sorted(done) if i < limit]
+    return {
+        "out": str(out),
+        "results": str(results_path),
+        "skipped": skipped,
+        "interrupted": interrupted,
+        **summarize(rows, seconds, decisions_now, games_now, play_ns_now / 1e9),
+    }
+
+
+def summarize(
+    rows: list[GameResult], seconds: float, decisions_now: int, games_now: int, play_s_now: float
+) -> dict[str, Any]:
+    """A run's record (`results.win_record`), the decisions and play time it holds, this run's speed."""
+    return {
+        **win_record(rows),
+        "decisions": sum(int(r.extra.get("decisions", 0)) for r in rows),
+        "minutes": round(sum(float(r.extra.get("minutes", 0)) for r in rows), 2),
+        "this_run": {
+            "games": games_now,
+            "decisions": decisions_now,
+            "seconds": round(seconds, 2),
+            "decisions_per_s": round(decisions_now / seconds, 1) if seconds > 0 else None,
+            "games_per_minute": round(60 * games_now / seconds, 2) if seconds > 0 else None,
+            "play_minutes": round(play_s_now / 60, 2),
+            "speedup": round(play_s_now / seconds, 1) if seconds > 0 else None,
+        },
+    }
+
+
+def decisions_per_day(speed: int) -> float:
+    """Decisions in one game day at game speed `speed`."""
+    return 24 / (HOURS_PER_SECOND[speed - 1] * DECISION_NS / 1e9)
+
+
+class _Progress:
+    """Two bars on stderr: the run's games with the record so far, and the decisions of the game being
+    played."""
+
+    def __init__(self, name: str, limits: RunLimits, skipped: int, enabled: bool) -> None:
+        from hoi4_arena.terminal import progress_bar
+
+        self.name = name
+        self.limits = limits
+        self.bar = progress_bar() if enabled else None
+        self.skipped = skipped
+        self.record = {"win": 0, "draw": 0, "loss": 0, "invalid": 0}
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+            self.games = self.bar.add_task(
+                f"{self.name}: games", total=self.limits.games, completed=self.skipped
+            )
+            self.decisions = self.bar.add_task("decisions", total=self.limits.decisions_per_game or None)
+        return self
+
+    def start_game(self, plan: GamePlan) -> None:
+        if self.bar is not None:
+            self.bar.reset(
+                self.decisions,
+                total=self.limits.decisions_per_game or None,
+                description=f"game {plan.index} ({Path(plan.arena).name} s{plan.seed} {plan.side})",
+            )
+
+    def decision(self, count: int) -> None:
+        if self.bar is not None and count % 5 == 0:
+            self.bar.update(self.decisions, completed=count)
+
+    def end_game(self, row: GameResult) -> None:
+        self.record["invalid" if not row.valid else row.outcome] += 1
+        if self.bar is not None:
+            record = " ".join(f"{k} {v}" for k, v in self.record.items())
+            self.bar.update(self.games, advance=1, description=f"{self.name}: {record}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,74 @@
+"""The one game runner: a crashed game is kept invalid and the run goes on, the capture is shared, sizes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
+from hoi4_arena.play.random_policy import RandomPolicy
+from hoi4_arena.play.runner import check_size, side_swapped
+from hoi4_arena.screen.game import GameSettings, TokenPlayer, play_game
+from hoi4_arena.screen.shared_capture import SharedCapture, covers
+from hoi4_arena.screen.sim_worker import SimWorker
+from hoi4_arena.screen.worker import CaptureRequest
+
+SIZE = (360, 640)
+
+
+def test_a_crashing_player_makes_its_game_invalid_and_the_run_goes_on(tmp_path: Path, monkeypatch) -> None:
+    calls = {"n": 0}
+    decide = RandomPolicy.decide
+
+    def flaky(self, views, speed, pointer):
+        calls["n"] += 1
+        if calls["n"] == 7:  # the first game's fifth decision (after the warm-up)
+            raise ZeroDivisionError("the test's player fell over")
+        return decide(self, views, speed, pointer)
+
+    monkeypatch.setattr(RandomPolicy, "decide", flaky)
+    out = tmp_path / "run"
+    summary = run_play_policy(
+        PlayConfig(checkpoint="random", out=out, games=2, max_days=3, size=SIZE, progress=False)
+    )
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["valid"] for r in rows] == [False, True]
+    assert rows[0]["reason"] == "crash: ZeroDivisionError: the test's player fell over"
+    manifest = json.loads((out / rows[0]["session"] / "manifest.json").read_text())
+    assert manifest["ended"]["reason"].startswith("error: ZeroDivisionError")
+    assert summary["invalid"] == 1 and summary["this_run"]["games"] == 2
+
+
+def test_the_players_capture_is_the_recorders_frame() -> None:
+    with SimWorker("plains", 0, size=SIZE, layout="cpu") as worker:
+        shared = SharedCapture(worker)
+        first = shared.capture(CaptureRequest(views=True, full=True))
+        assert shared.capture(CaptureRequest(views=False, full=True)) is first
+        assert shared.capture(CaptureRequest(views=True)) is first
+        wanting_a_region = CaptureRequest(views=False, regions={"corner": (0, 0, 8, 8)})
+        assert not covers(first, wanting_a_region)
+        assert shared.capture(wanting_a_region) is not first
+        shared.wait_until(worker.now_ns() + 1)
+        assert shared.capture(CaptureRequest(views=False, full=True)) is not first
+
+
+def test_a_game_with_a_budget_is_cut_and_invalid() -> None:
+    with SimWorker("plains", 0, size=SIZE, layout="cpu", player_kind="policy") as worker:
+        player = TokenPlayer(RandomPolicy(), seed=0, side="BLU", speed=5)
+        record = play_game(worker, player, GameSettings(side="BLU", budget_ns=1_000_000_000))
+    assert not record.valid and record.reason.startswith("cut")
+    assert record.decisions == 5 and record.play_ns == 1_000_000_000
+
+
+def test_side_swapped_pairs() -> None:
+    assert [side_swapped(i, 10) for i in range(4)] == [(10, "BLU"), (10, "RED"), (11, "BLU"), (11, "RED")]
+
+
+@pytest.mark.parametrize("size", [(360, 360), (100, 178), (9000, 16000)])
+def test_screens_that_are_not_16_9_or_out_of_range_are_refused(size) -> None:
+    with pytest.raises(UserError, match="16:9"):
+        check_size(size)
+    check_size((540, 960))
