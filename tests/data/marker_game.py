@@ -91,8 +91,10 @@ def write_marker_session(
     look_first: bool = False,
     codec: str = "ffv1",
     close: bool = True,
+    views: tuple[str, ...] = (),
 ) -> MarkerGame:
-    """Write one marker-game session; `keys` and `bursts` add that many of each extra."""
+    """Write one marker-game session; `keys` and `bursts` add that many of each extra; `views` names the
+    layouts whose views are stored beside the video (as a recorder stores them)."""
     rng = np.random.default_rng(seed)
     height, width = SIZE
     decisions = frames // 2
@@ -145,7 +147,7 @@ def write_marker_session(
         source=source, game_speed=3, screen=(width, height), hz=10, codec=codec, split=split, id=session_id
     )
     background = _background()
-    writer = SessionWriter(folder, manifest, realtime=False)
+    writer = SessionWriter(folder, manifest, realtime=False, views=views)
     e = 0
     for index in range(frames):
         d = index // 2

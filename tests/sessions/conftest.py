@@ -35,13 +35,15 @@ def write_session(
     events: list[InputEvent] = (),
     logs: dict[int, list[str]] | None = None,
     close: bool = True,
+    views: tuple[str, ...] = (),
     **manifest_fields,
 ) -> Path:
-    """A session of pattern frames captured at `times`, with `events` added after the frame they follow."""
+    """A session of pattern frames captured at `times`, with `events` added after the frame they follow
+    (and the views of `views` layouts stored, as a recorder stores them)."""
     height, width = size
     fields = {"source": "human", "game_speed": 4, "screen": (width, height), "hz": hz, "codec": codec}
     fields.update(manifest_fields)
-    writer = SessionWriter(folder, SessionManifest(**fields), realtime=False)
+    writer = SessionWriter(folder, SessionManifest(**fields), realtime=False, views=views)
     pending = sorted(events, key=lambda e: e.t_ns)
     e = 0
     for index, t_ns in enumerate(times):

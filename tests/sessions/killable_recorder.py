@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--hz", type=float, default=30.0)
     parser.add_argument("--size", default="320x180")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--views", default="", help="view layouts whose views are stored, e.g. cpu")
     parser.add_argument(
         "--give-up",
         type=float,
@@ -85,7 +86,7 @@ def main() -> None:
         codec=args.codec,
         id=f"kill-{args.seed}",
     )
-    writer = SessionWriter(args.folder, manifest)
+    writer = SessionWriter(args.folder, manifest, views=tuple(filter(None, args.views.split(","))))
     period = round(1e9 / args.hz)
     start = time.monotonic_ns()
     previous = start - period
