@@ -49,12 +49,13 @@ from gymnasium import spaces
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.screen.game import Game, GameSettings
 from hoi4_arena.screen.lattice import LATTICE, to_lattice
 from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.match import MatchConfig, MatchLog, finish_match, start_match
+from hoi4_arena.screen.match import MatchLog
 from hoi4_arena.screen.sim_worker import SimWorker
-from hoi4_arena.screen.tokens import DECISION_NS, MOVE, NUM_KINDS, SLOTS, tokens_to_events
-from hoi4_arena.screen.worker import CaptureRequest, WorkerError
+from hoi4_arena.screen.tokens import MOVE, NUM_KINDS, SLOTS, tokens_to_events
+from hoi4_arena.screen.worker import Capture, CaptureRequest, WorkerError
 
 ENV_ID = "hoi4_arena/Sim-v0"
 SIDES = (*TAGS, "random")
@@ -177,6 +178,20 @@ def arena_info(log: MatchLog) -> dict[str, Any]:
     }
 
 
+class _Observer:
+    """The env's side of `screen.game.Game`: it asks for the views (and the frame when rendering); the
+    actions come from `step`, not from a `decide`."""
+
+    setup_keys = False
+
+    def __init__(self, layout: ViewLayout, render: bool) -> None:
+        self.layout = layout
+        self.render = render
+
+    def request(self) -> CaptureRequest:
+        return CaptureRequest(views=True, full=self.render)
+
+
 class SimEnv(gymnasium.Env):
     """`hoi4_arena/Sim-v0`; see the module docstring. Keywords are `SimEnvConfig`'s fields."""
 
@@ -195,12 +210,14 @@ class SimEnv(gymnasium.Env):
         self.observation_space = observation_space(self.layout)
         self.action_space = action_space()
         self.worker: SimWorker | None = None
+        self.game: Game | None = None
         self.log: MatchLog | None = None
+        self._observer = _Observer(self.layout, render_mode == "rgb_array")
+        self._capture: Capture | None = None
         self.side = self.config.side if self.config.side != "random" else TAGS[0]
         self.declarer = ""
         self.decisions = 0
         self._potential = 0.0
-        self._pointer = (0, 0)
         self._frame: np.ndarray | None = None
         self._done = False
 
@@ -232,11 +249,14 @@ class SimEnv(gymnasium.Env):
             events=config.events,
             player_kind="policy",
         )
-        self.worker.attach()
-        started = start_match(self.worker, MatchConfig(speed=config.speed))
-        self.log = MatchLog(self.worker, started.log_offset, started.log_lines)
-        self.declarer = started.declarer
-        self.worker.arm("match")
+        # One decision a step of the runner's game: the same match, grid and end as every command's games.
+        self.game = Game(
+            self.worker,
+            GameSettings(side=self.side, speed=config.speed, max_decisions=config.max_decisions),
+        )
+        self.game.start(self._observer)
+        self.log = self.game.log
+        self.declarer = self.game.record.declarer or ""
         self._episode = config
         self._done = False
         self.decisions = 0
@@ -249,37 +269,34 @@ class SimEnv(gymnasium.Env):
         if self._done:
             raise RuntimeError("the episode is over: call reset() for a new game")
         tokens = check_action(action)
-        worker = self.worker
-        t0 = worker.now_ns()
-        size = worker.game.size
-        events = tokens_to_events(tokens, t0, size, pointer=self._pointer, source="policy")
+        game, capture = self.game, self._capture
+        assert game is not None and capture is not None
+        events = tokens_to_events(
+            tokens, capture.t_ns, capture.size, pointer=capture.pointer, source="policy"
+        )
         try:
-            worker.apply(events, timed=True)
+            game.act(events)
         except WorkerError as error:  # the tokens are match-mode tokens, so this is a bug, not input
             raise RuntimeError(f"the worker refused a valid action: {error}") from error
-        worker.wait_until(t0 + DECISION_NS)
-        self.decisions += 1
-        self.log.poll()
+        self.decisions = game.record.decisions
+        observation = self._observe()  # polls the log: the game's end is known now
         reward = self.log.result_for(self.side) if self.log.over else 0.0
         if self._episode.shaping:
             potential = self._balance()
             reward += float(self._episode.shaping) * (potential - self._potential)
             self._potential = potential
         terminated = self.log.state.winner is not None
-        truncated = self.log.state.draw is not None or (
-            0 < self._episode.max_decisions <= self.decisions and not terminated
-        )
-        observation = self._observe()
-        if terminated or truncated:
+        truncated = self.log.state.draw is not None or (game.end == "max_decisions" and not terminated)
+        if game.ended:
             self._done = True
-            finish_match(worker)
+            game.finish(self._observer)
         return observation, float(reward), terminated, truncated, self._info()
 
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array" or self.worker is None:
             return None
         if self._frame is None:
-            self._frame = self.worker.capture(CaptureRequest(views=False, full=True)).frame
+            self._frame = self.game.worker.capture(CaptureRequest(views=False, full=True)).frame
         return self._frame.copy()
 
     def close(self) -> None:
@@ -289,10 +306,9 @@ class SimEnv(gymnasium.Env):
     # --- helpers ----------------------------------------------------------------------------------
 
     def _observe(self) -> dict[str, Any]:
-        assert self.worker is not None
-        capture = self.worker.capture(CaptureRequest(views=True, full=self.render_mode == "rgb_array"))
+        assert self.worker is not None and self.game is not None
+        capture = self._capture = self.game.observe(self._observer)
         self._frame = capture.frame
-        self._pointer = capture.pointer
         return {
             "global": capture.views["global"],
             "quadrants": capture.views["quadrants"],
@@ -320,8 +336,11 @@ class SimEnv(gymnasium.Env):
 
     def _close_worker(self) -> None:
         if self.worker is not None:
+            if self.game is not None and not self._done:
+                self.game.finish(self._observer)
             self.worker.close()
             self.worker = None
+            self.game = None
             self.log = None
 
     def settings(self) -> dict[str, Any]:
