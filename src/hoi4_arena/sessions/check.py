@@ -1,10 +1,13 @@
-"""check-session: is a session folder sound, without decoding its video?
+"""check-session: is a session folder sound, decoding no more of its video than a few keyframes?
 
 Checks the manifest (schema, a known game speed), the frame log against the video (packets counted by
 demuxing, nothing decoded), monotonic frame and input times, inputs inside the session's time span, log
 lines inside the frame range, and counts the decisions, their bursts (more than eight tokens in 200 ms,
-excluded from training) and the setup-only keys the tokens drop. A session whose lock names a live
-recorder is "recording", not a failure; one whose recorder died is "incomplete" until `salvage` runs.
+excluded from training) and the setup-only keys the tokens drop. The views stored at capture time
+(`stored_views.py`) are checked record by record and compared with the views of a sample of the video's
+keyframes: a file training cannot use is a warning, views that drift from their video a problem. A
+session whose lock names a live recorder is "recording", not a failure; one whose recorder died is
+"incomplete" until `salvage` runs.
 
 Verdicts: ok, recording, incomplete, failed. The command's exit status (`exit_status`): 0 when every
 session is ok, 1 when any is incomplete or failed, 3 when the rest are ok but one or more is still
@@ -30,6 +33,7 @@ EXIT_OK, EXIT_FAILED, EXIT_RECORDING = 0, 1, 3
 def check_session(folder: str | os.PathLike) -> dict[str, Any]:
     """A report {"path", "verdict", "problems", ...}; never raises for a bad session."""
     from hoi4_arena.sessions.reader import SessionReader
+    from hoi4_arena.sessions.stored_views import check_session_views
     from hoi4_arena.sessions.video import probe
 
     report: dict[str, Any] = {"path": str(folder), "verdict": "failed", "problems": [], "warnings": []}
@@ -91,6 +95,13 @@ def check_session(folder: str | os.PathLike) -> dict[str, Any]:
                 f"{path / VIDEO} is {video.width}x{video.height} but the manifest says "
                 f"{manifest.screen[0]}x{manifest.screen[1]}"
             )
+        if not problems:
+            # The views stored at capture time: checksums, and a sample of keyframes decoded and compared.
+            stored = check_session_views(path, frames, manifest.screen, manifest.codec)
+            if stored["files"]:
+                report["stored_views"] = stored["files"]
+            problems += stored["problems"]
+            report["warnings"] += stored["warnings"]
 
     if frames:
         period = round(1e9 / manifest.hz)
