@@ -37,7 +37,7 @@ def test_exact_mcnemar_on_hand_worked_tables() -> None:
         mcnemar_exact(6, 16) == pytest.approx(220112 / 4194304, abs=0)
         and round(mcnemar_exact(6, 16), 6) == 0.052479
     )
-    # mid-p: less the probability of the observed table, C(22, 6) / 2^22 (0.034690 in the book).
+    # mid-p: less the probability of the observed table, C(22, 6) / 2^22.
     assert mcnemar_mid_p(6, 16) == (220112 - 74613) / 4194304 and round(mcnemar_mid_p(6, 16), 6) == 0.03469
     assert mcnemar_exact(0, 0) == mcnemar_mid_p(0, 0) == 1.0
     # 3 to 4 of 7: 2 * P(X <= 3) is exactly 1; mid-p less P(X = 3) = 35/128.

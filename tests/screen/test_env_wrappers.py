@@ -246,3 +246,17 @@ def test_the_sb3_script_refuses_bad_input(capsys) -> None:
     assert "unknown token kinds" in capsys.readouterr().err
     assert script.main(["--steps", "4", "--size", "big"]) == 2
     assert "--size" in capsys.readouterr().err
+
+
+def test_a_cleanrl_style_vector_env_of_the_flat_id() -> None:
+    envs = gymnasium.make_vec(FLAT_ENV_ID, num_envs=2, vectorization_mode="sync", **SMALL, grid=8, slots=1)
+    try:
+        obs, _ = envs.reset(seed=1)
+        assert obs["global"].shape == (2, 3, 72, 128) and obs["quadrants"].shape == (2, 3, 180, 320)
+        assert obs["pointer"].shape == (2, 2) and obs["pointer"].dtype == np.float32
+        assert envs.action_space.shape == (2, 3)
+        envs.action_space.seed(1)
+        obs, reward, terminated, truncated, info = envs.step(envs.action_space.sample())
+        assert reward.shape == (2,) and info["decisions"].tolist() == [1, 1]
+    finally:
+        envs.close()

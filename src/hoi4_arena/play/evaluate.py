@@ -204,7 +204,7 @@ def _run_player(config: Any) -> dict[str, Any]:
 
 def run_evaluate(config: EvaluateConfig) -> dict[str, Any]:
     """Play both players' games (resuming OUT) and return the paired report the command prints."""
-    from hoi4_arena.evaluation.paired import compare, planned_keys
+    from hoi4_arena.evaluation.paired import compare, format_report, planned_keys
     from hoi4_arena.terminal import stderr
 
     settings = config.settings()
@@ -240,6 +240,8 @@ def run_evaluate(config: EvaluateConfig) -> dict[str, Any]:
         "command": "evaluate",
     }
     (config.out / SETTINGS).write_text(json.dumps(_strict(result), allow_nan=False, indent=1) + "\n")
+    if config.progress:
+        stderr.print(format_report(report), end="", highlight=False)
     return result
 
 
