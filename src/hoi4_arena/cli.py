@@ -453,6 +453,61 @@ def make_map_command(
     print_json({"out": str(out), **arena_map.summary()})
 
 
+# --- HOI4 itself --------------------------------------------------------------------------------
+
+
+@app.command("generate-map", rich_help_panel="HOI4 itself")
+def generate_map_command(
+    arena: Annotated[str, typer.Argument(help="Preset name, preset:seed (e.g. river:3), or a map folder.")],
+    out: Annotated[Path, typer.Argument(help="Folder to write; refused if it exists (see --force).")],
+    mod: Annotated[
+        bool, typer.Option("--mod", help="Write a HOI4 total-conversion map mod (else the map folder).")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+) -> None:
+    """Write an arena as a HOI4 map mod: provinces.bmp, definition.csv, states, countries, the channel."""
+    from hoi4_arena.hoi4.export import GenerateMapConfig, generate_map
+    from hoi4_arena.terminal import print_json
+
+    print_json(generate_map(GenerateMapConfig(arena=arena, out=out, mod=mod, force=force)))
+
+
+@app.command("audit-map", rich_help_panel="HOI4 itself")
+def audit_map_command(
+    mod: Annotated[Path, typer.Argument(help="The mod folder (holding descriptor.mod and map/).")],
+    warnings: Annotated[
+        bool, typer.Option("--warnings/--no-warnings", help="List warnings too (they never fail).")
+    ] = True,
+) -> None:
+    """Check a HOI4 map mod for what crashes or confuses the game at load; exit 1 on any error."""
+    from hoi4_arena.hoi4.audit import AuditMapConfig, audit_map
+    from hoi4_arena.terminal import print_json, stderr
+
+    result = audit_map(AuditMapConfig(mod=mod, warnings=warnings))
+    for finding in result["findings"]:
+        where = f":{finding['where']}" if finding["where"] else ""
+        stderr.print(
+            f"{finding['severity']}: {finding['file']}{where}: {finding['message']} ({finding['code']}); "
+            f"fix: {finding['fix']}",
+            highlight=False,
+            markup=False,
+        )
+    print_json(result)
+    if not result["passed"]:
+        raise typer.Exit(1)
+
+
+@app.command("upgrade-channel", rich_help_panel="HOI4 itself")
+def upgrade_channel_command(
+    mod: Annotated[Path, typer.Argument(help="A mod folder generate-map wrote (it holds arena.json).")],
+) -> None:
+    """Rewrite an older arena mod's state channel (on_actions, effects) to the current ARENA schema."""
+    from hoi4_arena.hoi4.channel import UpgradeChannelConfig, upgrade_channel
+    from hoi4_arena.terminal import print_json
+
+    print_json(upgrade_channel(UpgradeChannelConfig(mod=mod)))
+
+
 @app.command("sim-run", rich_help_panel="Simulator and maps")
 def sim_run_command(
     preset: Annotated[
