@@ -1,7 +1,8 @@
 """The Gymnasium env `hoi4_arena/Sim-v0`: the simulator seen through its worker, one decision per step.
 
-Registered when this module is imported; `gymnasium.make` can import it itself through the
-"module:id" form, so no prior import is needed:
+Registered by a plain `import hoi4_arena` (`screen/registration.py`) and when this module is imported;
+`gymnasium.make` can also import it itself through the "module:id" form, so no prior import is needed.
+For RL libraries, `hoi4_arena/SimFlat-v0` flattens the action and gives 3-D images (`env_wrappers.py`):
 
     import gymnasium
     env = gymnasium.make("hoi4_arena.screen.env:hoi4_arena/Sim-v0", arena="river", size=(360, 640))
