@@ -442,14 +442,14 @@ def make_map_command(
     ],
 ) -> None:
     """Write an arena map as a shareable folder (16-bit raster PNG + JSON), checked on the way."""
-    from hoi4_arena.maps import ArenaMap, load_arena
+    from hoi4_arena.maps import load_arena, load_map
     from hoi4_arena.terminal import print_json
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"{out} exists and is not an empty folder")
     arena_map = load_arena(arena)
     arena_map.save(out)
-    ArenaMap.load(out)  # what was written passes every invariant
+    load_map(out)  # what was written passes every invariant
     print_json({"out": str(out), **arena_map.summary()})
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.maps import PRESETS, ArenaMap, generate, load_arena
+from hoi4_arena.maps import PRESETS, ArenaMap, generate, load_arena, load_map
 from hoi4_arena.maps.invariants import check_invariants, count_pieces, four_way_corners
 
 
@@ -88,7 +88,7 @@ def test_generation_is_a_pure_function_of_preset_and_seed() -> None:
 def test_save_load_round_trip(tmp_path) -> None:
     a = generate("bay", 2)
     a.save(tmp_path / "m")
-    b = ArenaMap.load(tmp_path / "m")
+    b = load_map(tmp_path / "m")
     assert np.array_equal(a.raster, b.raster) and b.raster.dtype == np.uint16
     assert a.to_json() == b.to_json() and a.provinces == b.provinces and a.adjacency == b.adjacency
     assert load_arena(str(tmp_path / "m")).to_json() == a.to_json()
@@ -116,16 +116,16 @@ def test_a_corrupted_folder_is_refused_with_the_reason(tmp_path, corrupt, words)
     Image.fromarray(raster).save(tmp_path / "m" / "raster.png")
     (tmp_path / "m" / "map.json").write_text(json.dumps(data))
     with pytest.raises(UserError, match=words):
-        ArenaMap.load(tmp_path / "m")
+        load_map(tmp_path / "m")
 
 
 def test_missing_or_garbage_files_are_refused(tmp_path) -> None:
     with pytest.raises(UserError, match="missing"):
-        ArenaMap.load(tmp_path)
+        load_map(tmp_path)
     (tmp_path / "raster.png").write_bytes(b"not a png")
     (tmp_path / "map.json").write_text("{}")
     with pytest.raises(UserError):
-        ArenaMap.load(tmp_path)
+        load_map(tmp_path)
 
 
 def test_load_arena_specs() -> None:

@@ -12,7 +12,7 @@ import pytest
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import parse_line
 from hoi4_arena.players.scripted import PlayerConfig, ScriptedPlayer, Strategy, StrategyMix
-from hoi4_arena.players.templates import Rules, sim_rules
+from hoi4_arena.players.templates import Calibration, sim_rules
 from hoi4_arena.screen.events import VK_SPACE
 from hoi4_arena.screen.game import GameSettings, play_game
 from hoi4_arena.screen.sim_worker import SimWorker
@@ -130,7 +130,7 @@ def test_the_strategy_is_drawn_from_the_seed_and_the_mix_is_checked() -> None:
 
 def test_a_calibration_lacking_what_the_player_looks_at_is_refused() -> None:
     rules = sim_rules(SIZE)
-    partial = Rules(
+    partial = Calibration(
         rules.size,
         rules.game,
         {k: v for k, v in rules.templates.items() if k != "win"},
@@ -142,7 +142,7 @@ def test_a_calibration_lacking_what_the_player_looks_at_is_refused() -> None:
     with pytest.raises(UserError, match="lacks template 'win'"):
         ScriptedPlayer(partial, 0)
     with pytest.raises(UserError, match="map section"):
-        ScriptedPlayer(Rules(rules.size, rules.game, rules.templates, rules.clock, rules.speed, None), 0)
+        ScriptedPlayer(Calibration(rules.size, rules.game, rules.templates, rules.clock, rules.speed, None), 0)
 
 
 def test_nothing_is_done_before_the_game_s_screen_shows() -> None:

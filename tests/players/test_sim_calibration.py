@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from hoi4_arena.players.sim_calibration import Shot, main, tour, truth
-from hoi4_arena.players.templates import Rules, mean_abs_diff, sim_rules
+from hoi4_arena.players.templates import Calibration, mean_abs_diff, sim_rules
 from hoi4_arena.sim.cursor import cursor_sprite
 from hoi4_arena.sim.headless import SimGame
 from hoi4_arena.sim.rush import Rush
 
 
-def crops_of(rules: Rules, frame: np.ndarray) -> dict[str, np.ndarray]:
+def crops_of(rules: Calibration, frame: np.ndarray) -> dict[str, np.ndarray]:
     names = list(rules.templates)
     regions = rules.regions(names, clock=True, speed=True)
     return {name: frame[y : y + h, x : x + w] for name, (x, y, w, h) in regions.items()}
@@ -28,7 +28,7 @@ def pointer_box(pointer: tuple[int, int]) -> tuple[int, int, int, int]:
     return pointer[0] - hx, pointer[1] - hy, sprite.shape[1], sprite.shape[0]
 
 
-def check_frame(rules: Rules, frame: np.ndarray, shown: dict[str, bool], hide, label: str) -> int:
+def check_frame(rules: Calibration, frame: np.ndarray, shown: dict[str, bool], hide, label: str) -> int:
     """Assert every template's match equals what the game shows; returns how many were checked."""
     crops = crops_of(rules, frame)
     checked = 0

@@ -14,7 +14,7 @@ from PIL import Image
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.players.templates import (
-    Rules,
+    Calibration,
     add_clock,
     add_speed,
     add_template,
@@ -41,7 +41,7 @@ def test_a_template_is_stored_as_json_and_png_and_matches_its_own_region(tmp_pat
     doc = json.loads(rules_path.read_text())
     assert doc["size"] == [160, 90] and doc["templates"]["win"]["rect"] == [10, 20, 40, 16]
     assert (tmp_path / "cal" / "win.png").is_file()
-    rules = Rules.load(rules_path)
+    rules = Calibration.load(rules_path)
     frame = np.asarray(Image.open(shot))
     crops = {name: frame[y : y + h, x : x + w] for name, (x, y, w, h) in rules.regions(["win"]).items()}
     assert set(crops) == {"win", "win@1"}
@@ -60,7 +60,7 @@ def test_replacing_a_template_says_so_and_keeps_the_others(tmp_path: Path) -> No
     add_template(shot, rules_path, "loss", (30, 30, 20, 10))
     again = add_template(shot, rules_path, "ready", (2, 2, 20, 10))
     assert again["replaced"] and again["templates"] == ["loss", "ready"]
-    assert Rules.load(rules_path).templates["ready"].rect == (2, 2, 20, 10)
+    assert Calibration.load(rules_path).templates["ready"].rect == (2, 2, 20, 10)
 
 
 def test_clock_and_speed_levels(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_clock_and_speed_levels(tmp_path: Path) -> None:
     add_clock(shots[0], rules_path, (40, 40, 30, 12))
     for level, shot in zip((1, 3), shots[1:], strict=True):
         add_speed(shot, rules_path, (100, 8, 40, 16), level)
-    rules = Rules.load(rules_path)
+    rules = Calibration.load(rules_path)
     assert sorted(rules.speed.levels) == [1, 3]
     frames = [np.asarray(Image.open(s)) for s in shots]
     assert rules.speed_level({"speed": frames[2][8:24, 100:140]}) == 3
@@ -122,18 +122,18 @@ def test_a_calibration_holds_one_size_and_one_format(tmp_path: Path) -> None:
 
 def test_missing_or_broken_calibration_fails_closed_naming_the_command(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="hoi4-arena template SCREEN.png .*rules.json NAME --rect"):
-        Rules.load(tmp_path / "rules.json")
+        Calibration.load(tmp_path / "rules.json")
     (tmp_path / "rules.json").write_text("{not json")
     with pytest.raises(UserError, match="not a readable calibration"):
-        Rules.load(tmp_path / "rules.json")
+        Calibration.load(tmp_path / "rules.json")
     (tmp_path / "rules.json").write_text(
         json.dumps({"format": "hoi4-arena-rules", "version": 99, "size": [1, 1]})
     )
     with pytest.raises(UserError, match="version 99"):
-        Rules.load(tmp_path / "rules.json")
+        Calibration.load(tmp_path / "rules.json")
     rules_path = tmp_path / "cal" / "rules.json"
     add_template(screenshot(tmp_path / "a.png"), rules_path, "ready", (0, 0, 8, 8))
-    rules = Rules.load(rules_path)
+    rules = Calibration.load(rules_path)
     with pytest.raises(
         UserError, match=r"lacks template 'win' \(make it with `hoi4-arena template .* win --rect"
     ):
@@ -142,7 +142,7 @@ def test_missing_or_broken_calibration_fails_closed_naming_the_command(tmp_path:
         rules.require(clock=True)
     (rules_path.parent / "ready.png").unlink()
     with pytest.raises(UserError, match="ready.png: no such picture"):
-        Rules.load(rules_path)
+        Calibration.load(rules_path)
 
 
 def test_the_simulator_ships_its_calibration_for_two_sizes_only() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.maps.folder import load_map
 from hoi4_arena.maps.generate import generate
 from hoi4_arena.maps.model import TAGS, TERRAINS, ArenaMap, Province, State, other_tag
 from hoi4_arena.maps.presets import PRESETS
@@ -21,6 +22,7 @@ __all__ = [
     "State",
     "generate",
     "load_arena",
+    "load_map",
     "other_tag",
 ]
 
@@ -37,7 +39,7 @@ def load_arena(spec: str) -> ArenaMap:
         return generate(name, int(seed_text))
     path = Path(spec)
     if path.is_dir():
-        return ArenaMap.load(path)
+        return load_map(path)
     raise UserError(
         f"{spec!r} is neither a preset ({', '.join(PRESETS)}, optionally with :SEED) nor a map folder"
     )

@@ -1,7 +1,7 @@
 """The invariants every arena map keeps, checked on generation (tests) and on every load.
 
 `check_invariants(arena)` returns a list of plain-language problems (empty when the map is sound);
-`ArenaMap.load` refuses a folder with the first one. The pixel-level checks (`count_pieces`,
+`maps.folder.load_map` refuses a folder with the first one. The pixel-level checks (`count_pieces`,
 `four_way_corners`) work on any id raster and are what HOI4's own map validator would complain about.
 
 Try: python -c "from hoi4_arena.maps import generate; from hoi4_arena.maps.invariants import check_invariants; print(check_invariants(generate('bay', 1)))"
@@ -10,12 +10,10 @@ Try: python -c "from hoi4_arena.maps import generate; from hoi4_arena.maps.invar
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from hoi4_arena.maps.model import ArenaMap
+from hoi4_arena.maps.model import TAGS, TERRAINS, ArenaMap
 
 PROVINCES_PER_SIDE = 96
 STATES_PER_SIDE = 8
@@ -88,8 +86,6 @@ def _connected(nodes: set[int], adjacency: dict[int, frozenset[int]]) -> bool:
 
 def check_invariants(arena: ArenaMap) -> list[str]:
     """Every way `arena` breaks the arena-map contract, most basic first (empty list: sound)."""
-    from hoi4_arena.maps.model import TAGS, TERRAINS
-
     problems: list[str] = []
     raster = arena.raster
     h, w = raster.shape

@@ -4,7 +4,8 @@ An `ArenaMap` is the one description of an arena that both games use: the simula
 HOI4 mod export turns it into `provinces.bmp` and state files. The raster (province id per pixel, 0 is
 water) is the source of truth for geometry: adjacency, border lengths, centroids, areas and coastal
 flags are derived from it here, never stored by hand. A map is saved as a small folder (`raster.png`
-with 16-bit ids + `map.json`) and loading checks every invariant (see `maps/invariants.py`).
+with 16-bit ids + `map.json`); `maps/folder.py` reads one back and checks every invariant
+(`maps/invariants.py`).
 
 Try: python -c "from hoi4_arena.maps import generate; m = generate('river', 3); print(m.summary())"
 """
@@ -18,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from hoi4_arena.errors import UserError
 
 TAGS = ("BLU", "RED")
 TERRAINS = ("plains", "forest", "hills", "mountain", "marsh", "urban")
@@ -243,34 +242,6 @@ class ArenaMap:
         Image.fromarray(self.raster.astype(np.uint16)).save(folder / RASTER_FILE, optimize=True)
         (folder / JSON_FILE).write_text(json.dumps(self.to_json(), indent=1) + "\n")
         return folder
-
-    @classmethod
-    def load(cls, folder: str | Path) -> ArenaMap:
-        """Read a map folder and check every invariant; a bad folder raises `UserError` saying why."""
-        from PIL import Image
-
-        from hoi4_arena.maps.invariants import check_invariants
-
-        folder = Path(folder)
-        raster_path, json_path = folder / RASTER_FILE, folder / JSON_FILE
-        for path in (raster_path, json_path):
-            if not path.is_file():
-                raise UserError(f"{folder} is not an arena map folder: {path.name} is missing")
-        try:
-            with Image.open(raster_path) as image:
-                raster = np.asarray(image)
-            data = json.loads(json_path.read_text())
-        except (OSError, ValueError) as error:
-            raise UserError(f"cannot read arena map {folder}: {error}") from None
-        try:
-            arena = from_json(raster, data)
-        except (KeyError, TypeError, ValueError) as error:
-            raise UserError(f"arena map {folder}: map.json is malformed ({error})") from None
-        problems = check_invariants(arena)
-        if problems:
-            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            raise UserError(f"arena map {folder} fails an invariant: {problems[0]}{more}")
-        return arena
 
 
 def from_json(raster: np.ndarray, data: dict[str, Any]) -> ArenaMap:

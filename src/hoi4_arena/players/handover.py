@@ -17,7 +17,7 @@ still holds (a key, a button) is released, in the policy's name.
 `record-ai --first CHECKPOINT --handover LOW-HIGH` records such games; the quickstart uses them for a
 second round of training (docs/learning.md).
 
-Try: python -m hoi4_arena.players.handover CHECKPOINT.pt 40
+Try: hoi4-arena record-ai out --games 2 --first CHECKPOINT.pt --handover 30-60
 """
 
 from __future__ import annotations
@@ -27,10 +27,9 @@ from typing import Any
 
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.lattice import to_lattice
-from hoi4_arena.screen.tokens import SLOT_NS, tokens_to_events
+from hoi4_arena.screen.tokens import DECISION_NS, SLOT_NS, tokens_to_events
 from hoi4_arena.screen.worker import Capture, CaptureRequest
 
-DECISION_NS = 200_000_000
 RELEASE_AT_NS = DECISION_NS - SLOT_NS // 2
 """Where in the handover decision the policy's held keys and buttons are let go (after its last slot)."""
 
@@ -134,25 +133,3 @@ class HandoverPlayer:
 
     def summary(self) -> dict[str, Any]:
         return {**self.scripted.summary(), "handover": self.handover, "first": self.policy.name}
-
-
-if __name__ == "__main__":
-    import sys
-
-    from hoi4_arena.play.policy_player import PolicyPlayer
-    from hoi4_arena.play.record_ai import play_game
-    from hoi4_arena.players.scripted import ScriptedPlayer
-    from hoi4_arena.players.templates import sim_rules
-    from hoi4_arena.screen.sim_worker import SimWorker
-
-    if len(sys.argv) != 3:
-        sys.exit("usage: python -m hoi4_arena.players.handover CHECKPOINT.pt DECISIONS")
-    policy = PolicyPlayer(sys.argv[1], mode="point", reset_memory=8, follow_through=True)
-    policy.reset(0)
-    with SimWorker("plains:0", 0, size=(540, 960), layout=policy.layout, player_kind="scripted") as worker:
-        rgba, hotspot = worker.pointer_image()
-        scripted = ScriptedPlayer(sim_rules((540, 960)), 0, cursor=(rgba.shape[1], rgba.shape[0], hotspot))
-        player = HandoverPlayer(policy, scripted, int(sys.argv[2]), speed=5)
-        record = play_game(worker, player, side="BLU", speed=5, spec="plains:0")
-    print("\n".join(record.notes))
-    print(f"winner {record.winner} after {record.days} days; setup {record.setup}")

@@ -28,7 +28,8 @@ its inputs can do the same, since match mode has no pause. `paused_setup=True` p
 first and unpauses after drawing the plan; those two key presses are the harness's (source
 `harness`), never a training label.
 
-Try: python -m hoi4_arena.players.scripted plains 3    # a headless game against the AI, prints the orders
+Try: hoi4-arena record-ai out --games 1 --arena plains:3   # a recorded game against the AI; its orders
+     are in the session's manifest.json
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ import numpy as np
 
 from hoi4_arena.players.hand import Hand, HandConfig
 from hoi4_arena.players.map_reader import ENEMY, OWN, City, MapReader, MapView
-from hoi4_arena.players.templates import Rules
+from hoi4_arena.players.templates import Calibration
+from hoi4_arena.screen.tokens import DECISION_NS
 from hoi4_arena.screen.worker import Capture, CaptureRequest
 
-DECISION_NS = 200_000_000
 RUNNING_NS = 2_000_000_000
 """The game runs if its clock moved within this long (at speed 1 the hour turns every second)."""
 STRATEGIES = ("near", "deep", "none")
@@ -159,7 +160,7 @@ class Seen:
     phases look at a few), and where the topmost event window's OK button is."""
 
     def __init__(
-        self, rules: Rules, crops: dict[str, np.ndarray], hide: tuple[int, int, int, int], t_ns: int
+        self, rules: Calibration, crops: dict[str, np.ndarray], hide: tuple[int, int, int, int], t_ns: int
     ) -> None:
         self.rules, self.crops, self.hide, self.t_ns = rules, crops, hide, t_ns
         self._shows: dict[str, bool] = {}
@@ -183,7 +184,7 @@ class ScriptedPlayer:
 
     def __init__(
         self,
-        rules: Rules,
+        rules: Calibration,
         seed: int,
         config: PlayerConfig | None = None,
         cursor: tuple[int, int, tuple[int, int]] = (16, 24, (0, 0)),
@@ -617,22 +618,3 @@ class ScriptedPlayer:
             "cities_seen": len(self.cities),
             "own_cities": sum(1 for c in self.cities.values() if c.holder == OWN),
         }
-
-
-if __name__ == "__main__":
-    import sys
-
-    from hoi4_arena.play.record_ai import play_game
-    from hoi4_arena.players.templates import sim_rules
-    from hoi4_arena.screen.sim_worker import SimWorker
-
-    preset = sys.argv[1] if len(sys.argv) > 1 else "plains"
-    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-    with SimWorker(f"{preset}:{seed}", seed, size=(540, 960), layout="cpu", player_kind="scripted") as worker:
-        rgba, hotspot = worker.pointer_image()
-        player = ScriptedPlayer(sim_rules((540, 960)), seed, cursor=(rgba.shape[1], rgba.shape[0], hotspot))
-        record = play_game(worker, player, side="BLU", speed=5, spec=f"{preset}:{seed}")
-    print("\n".join(record.notes))
-    for order in record.orders:
-        print(order)
-    print(f"winner {record.winner} after {record.days} days; the screen showed {record.seen}")

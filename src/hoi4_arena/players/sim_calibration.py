@@ -5,7 +5,7 @@ is cut the same way by this script, from frames its headless renderer draws: it 
 the interface's states (the news, the alert, an army formed, the front and offensive tools, each state
 of the execute arrow, the speeds and the pause, event windows, the end panels), takes a frame of each
 with the pointer parked away from the interface, and stores each element's rectangle and pixels with
-`templates.Rules` -- the same files the commands write.
+`templates.Calibration` -- the same files the commands write.
 
 Each state also comes with the truth of what the screen shows, read from the game's own state (this
 script and the tests may; players never do). That labels every frame of the tour, so the script sets
@@ -34,9 +34,9 @@ import numpy as np
 
 from hoi4_arena.maps.model import other_tag
 from hoi4_arena.players.templates import (
+    Calibration,
     ClockRule,
     MapRule,
-    Rules,
     SpeedRule,
     Template,
     mean_abs_diff,
@@ -253,7 +253,7 @@ def map_rule(layout: Layout) -> MapRule:
     )
 
 
-def calibrate(size: tuple[int, int]) -> tuple[Rules, dict]:
+def calibrate(size: tuple[int, int]) -> tuple[Calibration, dict]:
     """Cut the simulator's calibration at `size` (height, width) from tours of two games (one per side),
     with thresholds set from the tours' labelled frames; returns the rules and a report of margins."""
     layout = Layout(size)
@@ -300,7 +300,7 @@ def calibrate(size: tuple[int, int]) -> tuple[Rules, dict]:
         "nearest_other_level": round(min(pairs), 3),
         "threshold": speed_threshold,
     }
-    rules = Rules(
+    rules = Calibration(
         size=size,
         game="sim",
         templates=templates,

@@ -14,10 +14,10 @@ from __future__ import annotations
 import random
 
 from hoi4_arena.players.hand import Hand, HandConfig
-from hoi4_arena.players.templates import Rules
+from hoi4_arena.players.templates import Calibration
+from hoi4_arena.screen.tokens import DECISION_NS
 from hoi4_arena.screen.worker import Capture, CaptureRequest
 
-DECISION_NS = 200_000_000
 SEEN = ("ready", "news_ok", "event_ok", "win", "loss", "draw")
 
 
@@ -26,7 +26,7 @@ class Spectator:
 
     def __init__(
         self,
-        rules: Rules,
+        rules: Calibration,
         seed: int,
         cursor: tuple[int, int, tuple[int, int]] = (16, 24, (0, 0)),
         hand: HandConfig | None = None,

@@ -15,7 +15,7 @@ picture. It holds
   occupation stripes, city markers), for a player that reads the map from pixels. Only the
   simulator's generated calibration has one (`sim_calibration.py`); there is no command for it yet.
 
-Matching runs on the capture-side crops: `Rules.regions(names)` gives the rectangles to put in a
+Matching runs on the capture-side crops: `Calibration.regions(names)` gives the rectangles to put in a
 `CaptureRequest`, and the crops that come back are compared against the stored pixels, a few
 microseconds per template. A mean absolute difference tolerates video compression (x264 CRF 18 moves
 a flat interface by a level or two) and still tells a button from what lies under it.
@@ -224,7 +224,7 @@ def _rect(value: Any) -> Rect:
 
 
 @dataclass
-class Rules:
+class Calibration:
     """One game's calibration at one client size (see the module docstring)."""
 
     size: tuple[int, int]
@@ -235,7 +235,7 @@ class Rules:
     speed: SpeedRule | None = None
     map: MapRule | None = None
     path: Path | None = None
-    """Where the rules were loaded from (named in messages)."""
+    """Where the calibration was loaded from (named in messages)."""
 
     # --- what a player asks ---------------------------------------------------------------------
 
@@ -359,7 +359,7 @@ class Rules:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> Rules:
+    def load(cls, path: str | Path) -> Calibration:
         """Read a calibration; a missing or malformed one is refused with what to do."""
         path = Path(path)
         if not path.is_file():
@@ -380,7 +380,7 @@ class Rules:
             raise UserError(f"{path}: malformed calibration ({type(error).__name__}: {error})") from None
 
     @classmethod
-    def _from_doc(cls, doc: Any, path: Path) -> Rules:
+    def _from_doc(cls, doc: Any, path: Path) -> Calibration:
         if not isinstance(doc, dict) or doc.get("format") != RULES_FORMAT:
             raise UserError(f'{path}: not a hoi4-arena calibration (no "format": "{RULES_FORMAT}")')
         if doc.get("version") != RULES_VERSION:
@@ -477,7 +477,7 @@ def sim_rules_path(size: tuple[int, int]) -> Path:
     return CALIBRATION_DIR / f"sim-{w}x{h}" / "rules.json"
 
 
-def sim_rules(size: tuple[int, int]) -> Rules:
+def sim_rules(size: tuple[int, int]) -> Calibration:
     """The simulator's shipped calibration at `size`; refused, with the command that makes it, when none
     ships for that size."""
     path = sim_rules_path(size)
@@ -488,7 +488,7 @@ def sim_rules(size: tuple[int, int]) -> Rules:
             f"no simulator calibration for {w}x{h} (shipped: {', '.join(shipped) or 'none'}); make it with "
             f"`python -m hoi4_arena.players.sim_calibration --size {w}x{h}`"
         )
-    return Rules.load(path)
+    return Calibration.load(path)
 
 
 # --- the commands: template, clock, speed ----------------------------------------------------------
@@ -506,11 +506,11 @@ def read_screen(path: str | Path) -> np.ndarray:
     return _read_png(path)
 
 
-def _open_for(screen: np.ndarray, rules_path: Path, game: str | None) -> Rules:
+def _open_for(screen: np.ndarray, rules_path: Path, game: str | None) -> Calibration:
     """The calibration to add to: the existing one (its size must be the screenshot's) or a new one."""
     size = screen.shape[:2]
     if rules_path.exists():
-        rules = Rules.load(rules_path)
+        rules = Calibration.load(rules_path)
         if rules.size != size:
             (h, w), (sh, sw) = rules.size, size
             raise UserError(
@@ -522,7 +522,7 @@ def _open_for(screen: np.ndarray, rules_path: Path, game: str | None) -> Rules:
         return rules
     if rules_path.suffix.lower() != ".json":
         raise UserError(f"{rules_path}: the calibration file must end in .json")
-    return Rules(size=size, game=game or "hoi4", path=rules_path)
+    return Calibration(size=size, game=game or "hoi4", path=rules_path)
 
 
 def _crop(screen: np.ndarray, rect: Rect, what: str) -> np.ndarray:
@@ -640,7 +640,7 @@ def add_speed(
     }
 
 
-def describe(rules: Rules) -> dict[str, Any]:
+def describe(rules: Calibration) -> dict[str, Any]:
     """What a calibration holds, for people."""
     h, w = rules.size
     return {
@@ -660,4 +660,4 @@ def describe(rules: Rules) -> dict[str, Any]:
 
 if __name__ == "__main__":
     target = sys.argv[1] if len(sys.argv) > 1 else str(sim_rules_path((540, 960)))
-    print(json.dumps(describe(Rules.load(target)), indent=2))
+    print(json.dumps(describe(Calibration.load(target)), indent=2))
