@@ -241,7 +241,7 @@ def run_evaluate(config: EvaluateConfig) -> dict[str, Any]:
     }
     (config.out / SETTINGS).write_text(json.dumps(_strict(result), allow_nan=False, indent=1) + "\n")
     if config.progress:
-        stderr.print(format_report(report), end="", highlight=False)
+        stderr.print(format_report(report), end="", highlight=False, soft_wrap=True)
     return result
 
 
