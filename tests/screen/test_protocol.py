@@ -7,6 +7,7 @@ by their own suites.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -20,13 +21,15 @@ import pytest
 from hoi4_arena.screen.events import MATCH_KEYS, VK_SPACE, InputEvent
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.protocol import (
+    MAX_DEPTH,
     MAX_HEADER,
+    MESSAGE_TIMEOUT,
     PROTOCOL_VERSION,
     ProtocolClient,
     ProtocolError,
     encode_message,
     read_message,
-    serve,
+    serve_socket,
     spawn_stdio_worker,
 )
 from hoi4_arena.screen.views import compute_views, crop_regions
@@ -149,12 +152,19 @@ class Connection:
         self.rfile = self.client_sock.makefile("rb")
         self.wfile = self.client_sock.makefile("wb")
         self.client = ProtocolClient(self.rfile, self.wfile)
-        server_r, server_w = self.server_sock.makefile("rb"), self.server_sock.makefile("wb")
         self.result: list[bool] = []
-        self.thread = threading.Thread(
-            target=lambda: self.result.append(serve(worker, server_r, server_w, **serve_kwargs)), daemon=True
-        )
+        self.thread = threading.Thread(target=self._serve, args=(serve_kwargs,), daemon=True)
         self.thread.start()
+
+    def _serve(self, serve_kwargs: dict) -> None:
+        timeout = serve_kwargs.pop("message_timeout", MESSAGE_TIMEOUT)
+        try:
+            self.result.append(
+                serve_socket(self.worker, self.server_sock, message_timeout=timeout, **serve_kwargs)
+            )
+        finally:
+            with contextlib.suppress(OSError):  # what a transport does when serving ends
+                self.server_sock.shutdown(socket.SHUT_RDWR)
 
     def send_raw(self, data: bytes) -> dict:
         self.wfile.write(data)
@@ -286,7 +296,7 @@ def test_attach_comes_first_and_checks_the_version(connection: Connection) -> No
         (b'{"op":"capture","id":12,"regions":{"a":[0,0,1]}}\n', "bad_request", 12),
         (b'{"op":"capture","id":13,"full":"yes"}\n', "bad_request", 13),
         (b'{"op":"now","id":14,"bytes":3}\nabc', "bad_payload", 14),
-        (b'{"op":"now","id":15,"bytes":-3}\n', "malformed", 15),
+        (b'{"op":"now","id":15,"x":' + b"[" * 40 + b"]" * 40 + b"}\n", "malformed", None),
         (
             b'{"op":"now","id":16,"bytes":4,"arrays":[{"name":"a","dtype":"object","shape":[4]}]}\nabcd',
             "bad_payload",
@@ -314,16 +324,86 @@ def test_oversized_header_is_skipped_whole(connection: Connection) -> None:
     assert connection.client.now_ns() == 1_000
 
 
-def test_oversized_payload_is_skipped_whole() -> None:
+def test_a_reply_past_the_limit_is_refused_and_the_connection_stays_in_step() -> None:
     conn = Connection(MemoryWorker(), max_payload=1024)
     conn.client.attach()
-    reply = conn.send_raw(b'{"op":"now","id":1,"bytes":5000}\n' + b"\0" * 5000)
-    assert reply["error"]["code"] == "payload_too_large" and reply["id"] == 1
-    assert conn.client.now_ns() == 1_000
-    # A reply too large for the limit is refused too, and the connection stays in step.
     with pytest.raises(WorkerError, match="payload_too_large"):
         conn.client.capture(CaptureRequest(views=False, full=True))
     assert conn.client.status()["armed"] is None
+
+
+def _held(conn: Connection) -> None:
+    conn.client.attach()
+    conn.client.arm("setup")
+    conn.client.apply([InputEvent(0, "key_down", 1, 1, key=0x41, source="policy")])
+    assert conn.worker.held
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        # Announced past the limit and never sent: answered at once, not waited for.
+        (b'{"op":"now","id":1,"bytes":1000000000}\n', "payload_too_large"),
+        (b'{"op":"now","id":1,"bytes":5000}\n' + b"\0" * 5000, "payload_too_large"),
+        (b'{"op":"now","id":1,"bytes":-3}\n', "malformed"),
+        (b'{"op":"now","id":1,"bytes":"10"}\n', "malformed"),
+    ],
+)
+def test_a_framing_error_is_answered_then_the_connection_closes_and_input_is_released(
+    data: bytes, code: str
+) -> None:
+    conn = Connection(MemoryWorker(), max_payload=1024)
+    _held(conn)
+    reply = conn.send_raw(data)
+    assert reply["ok"] is False and reply["error"]["code"] == code and reply["id"] == 1
+    conn.thread.join(timeout=10)
+    assert not conn.thread.is_alive() and conn.result == [False]
+    assert read_message(conn.rfile) is None  # a clean close: the stream ends
+    assert not conn.worker.held and conn.worker.closed == 0
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"op":"now","id":1,"bytes":64}\n' + b"\0" * 10,  # the payload stops short
+        b'{"op":"now","id":1',  # the header line stops short
+    ],
+)
+def test_a_stalled_message_times_out_and_releases_input(data: bytes) -> None:
+    conn = Connection(MemoryWorker(), message_timeout=0.3)
+    _held(conn)
+    conn.wfile.write(data)
+    conn.wfile.flush()
+    conn.thread.join(timeout=20)
+    assert not conn.thread.is_alive() and conn.result == [False]
+    message = read_message(conn.rfile)
+    assert message is not None and message[0]["error"]["code"] == "timeout"
+    assert read_message(conn.rfile) is None
+    assert not conn.worker.held
+
+
+def test_waiting_between_messages_is_not_a_stall() -> None:
+    conn = Connection(MemoryWorker(), message_timeout=0.2)
+    conn.client.attach()
+    conn.thread.join(timeout=0.6)  # idle for three timeouts
+    assert conn.thread.is_alive()
+    assert conn.client.now_ns() == 1_000
+
+
+def test_deep_nesting_is_refused_without_recursion(connection: Connection) -> None:
+    connection.client.attach()
+    for depth in (MAX_DEPTH + 1, 1_000, 20_000):
+        line = b'{"op":"status","id":1,"x":' + b"[" * depth + b"]" * depth + b"}\n"
+        if len(line) > MAX_HEADER:
+            continue
+        reply = connection.send_raw(line)
+        assert reply["error"]["code"] == "malformed" and "levels deep" in reply["error"]["message"]
+    ok = (
+        b'{"op":"now","id":2,"x":' + b"[" * (MAX_DEPTH - 1) + b"]" * (MAX_DEPTH - 1) + b"}\n"
+    )  # the object is a level
+    assert connection.send_raw(ok)["ok"] is True
+    brackets_in_a_string = b'{"op":"now","id":3,"x":"' + b"[{" * 4000 + b'\\""}\n'
+    assert connection.send_raw(brackets_in_a_string)["ok"] is True
 
 
 def test_observer_may_only_watch() -> None:

@@ -11,10 +11,13 @@ payload order (C order, little-endian). NaN and Infinity are refused in headers 
 
 The first request must be `attach` with `"protocol": PROTOCOL_VERSION`; a client of another version is
 refused. Ops: attach, status, capture, arm, disarm, apply, release, focus, events, game_log, pointer,
-telemetry, now, wait_until, close. A malformed line, an oversized header or payload, an unknown op or bad
-parameters get an error reply and the server keeps serving; a refused apply applies nothing (the worker
-checks the whole batch first). When the client disconnects, the server releases every held key and
-button. An observer connection (`serve(..., observer=True)`) may only attach, read status, capture and
+telemetry, now, wait_until, close. A malformed line (including one nested deeper than `MAX_DEPTH`), an
+oversized header, an unknown op or bad parameters get an error reply and the server keeps serving; a
+refused apply applies nothing (the worker checks the whole batch first). A framing error the stream
+cannot recover from -- a payload announced past the limit, a bad `"bytes"`, a message that does not
+arrive whole within `message_timeout` seconds of its first byte -- gets an error reply (where it can
+still be sent) and the connection is closed. When the client disconnects, the server releases every held
+key and button. An observer connection (`serve(..., observer=True)`) may only attach, read status, capture and
 read telemetry; its `close` ends the connection, not the worker.
 
 Transports: `serve(worker, rfile, wfile)` works on any pair of binary streams (a socket's makefile,
@@ -32,9 +35,14 @@ import json
 import logging
 import math
 import os
+import re
+import select
+import socket
+import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
@@ -49,6 +57,10 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 MAX_HEADER = 64 * 1024
 MAX_PAYLOAD = 64 * 1024 * 1024
+MAX_DEPTH = 32
+"""Deepest nesting of arrays and objects a header may have (json's parser recurses once per level)."""
+MESSAGE_TIMEOUT = 10.0
+"""Seconds a started message has to arrive whole (`TimedReader`); waiting between messages is unbounded."""
 OPS = (
     "attach",
     "status",
@@ -74,12 +86,152 @@ _CHUNK = 1 << 20
 class ProtocolError(WorkerError):
     """A framing or protocol violation: bad header, oversized message, lost connection, wrong reply."""
 
-    def __init__(self, code: str, message: str, request_id: Any = None) -> None:
+    def __init__(self, code: str, message: str, request_id: Any = None, *, fatal: bool = False) -> None:
         super().__init__(code, message)
         self.request_id = request_id
+        self.fatal = fatal
+        """The stream is out of step for good: reply if possible, then close the connection."""
+
+
+class TimedReader:
+    """Buffered reads from a pipe (a file descriptor) or a socket (plain or TLS) with a message deadline.
+
+    `read_message` calls `begin_message()` before each message; from the message's first byte on, the
+    rest must arrive within `message_timeout` seconds or the read raises a fatal ProtocolError
+    ("timeout"). Waiting for the first byte of the next message is unbounded (the worker's own
+    watchdog lets go of held input after 750 ms without a request). Provides the `readline`, `read`
+    and `readinto` that `read_message` uses.
+    """
+
+    def __init__(self, source: socket.socket | int, message_timeout: float | None = MESSAGE_TIMEOUT) -> None:
+        self._sock = source if isinstance(source, socket.socket) else None
+        self._fd = None if self._sock is not None else int(source)
+        self.message_timeout = message_timeout
+        self._buffer = bytearray()
+        self._deadline: float | None = None
+        self._eof = False
+
+    def begin_message(self) -> None:
+        self._deadline = None
+
+    def ready(self, timeout: float) -> bool:
+        """Whether a byte (or the end of the stream) can be read without waiting past `timeout` s."""
+        if self._buffer or self._eof:
+            return True
+        if self._sock is not None:
+            if isinstance(self._sock, ssl.SSLSocket) and self._sock.pending():
+                return True
+            ready, _, _ = select.select([self._sock], [], [], timeout)
+        else:
+            ready, _, _ = select.select([self._fd], [], [], timeout)
+        return bool(ready)
+
+    def _start_clock(self) -> None:
+        if self._deadline is None and self.message_timeout is not None:
+            self._deadline = time.monotonic() + self.message_timeout
+
+    def _fill(self, limit: int = _CHUNK) -> bool:
+        """Receive more bytes into the buffer; False at the end of the stream."""
+        if self._eof:
+            return False
+        timeout = None if self._deadline is None else self._deadline - time.monotonic()
+        if timeout is not None and timeout <= 0:
+            raise ProtocolError(
+                "timeout", f"a message did not arrive whole within {self.message_timeout} s", fatal=True
+            )
+        try:
+            if self._sock is not None:
+                self._sock.settimeout(timeout)
+                data = self._sock.recv(limit)
+            else:
+                ready, _, _ = select.select([self._fd], [], [], timeout)
+                if not ready:
+                    raise TimeoutError
+                data = os.read(self._fd, limit)
+        except TimeoutError:
+            raise ProtocolError(
+                "timeout", f"a message did not arrive whole within {self.message_timeout} s", fatal=True
+            ) from None
+        if not data:
+            self._eof = True
+            return False
+        self._start_clock()
+        self._buffer += data
+        return True
+
+    def readline(self, limit: int = -1) -> bytes:
+        if self._buffer:
+            self._start_clock()
+        start = 0
+        while True:
+            end = self._buffer.find(b"\n", start)
+            if end >= 0 and (limit < 0 or end < limit):
+                line = bytes(self._buffer[: end + 1])
+                del self._buffer[: end + 1]
+                return line
+            if 0 <= limit <= len(self._buffer) or not self._fill():
+                n = len(self._buffer) if limit < 0 else min(limit, len(self._buffer))
+                line = bytes(self._buffer[:n])
+                del self._buffer[:n]
+                return line
+            start = max(0, len(self._buffer) - _CHUNK)
+
+    def read(self, n: int) -> bytes:
+        if self._buffer:
+            self._start_clock()
+        if not self._buffer and not self._fill(max(n, 1)):
+            return b""
+        out = bytes(self._buffer[:n])
+        del self._buffer[:n]
+        return out
+
+    def readinto(self, view: memoryview | bytearray) -> int:
+        chunk = self.read(len(view))
+        view[: len(chunk)] = chunk
+        return len(chunk)
+
+
+class SocketWriter:
+    """The write side of a socket for `serve`: small parts gathered, each send bounded by `timeout`."""
+
+    def __init__(self, sock: socket.socket, timeout: float | None = MESSAGE_TIMEOUT) -> None:
+        self._sock = sock
+        self.timeout = timeout
+        self._pending = bytearray()
+
+    def write(self, data: bytes | memoryview) -> int:
+        if len(data) < 65536:
+            self._pending += data
+        else:
+            self.flush()
+            self._send(data)
+        return len(data)
+
+    def flush(self) -> None:
+        if self._pending:
+            data, self._pending = self._pending, bytearray()
+            self._send(data)
+
+    def _send(self, data: bytes | memoryview) -> None:
+        self._sock.settimeout(self.timeout)
+        self._sock.sendall(data)
 
 
 # --- framing ----------------------------------------------------------------------------------------
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _nesting(line: bytes) -> int:
+    """How deeply arrays and objects nest in a JSON line (brackets inside strings do not count)."""
+    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
+        return 0  # cannot be too deep: the common case costs two counts
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRING.sub(b'""', line)):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _refuse_constant(name: str) -> None:
@@ -160,16 +312,6 @@ def write_message(
     wfile.flush()
 
 
-def _discard(rfile: BinaryIO, n: int) -> bool:
-    """Read and drop n bytes; False if the stream ended first."""
-    while n > 0:
-        chunk = rfile.read(min(n, _CHUNK))
-        if not chunk:
-            return False
-        n -= len(chunk)
-    return True
-
-
 def _read_exact(rfile: BinaryIO, n: int) -> bytearray | None:
     buffer = bytearray(n)
     view = memoryview(buffer)
@@ -190,6 +332,9 @@ def read_message(
     Raises ProtocolError for a bad message after consuming it whole (the stream stays in step), or
     with code 'disconnected' when the stream ends inside a message.
     """
+    begin = getattr(rfile, "begin_message", None)
+    if begin is not None:
+        begin()
     line = rfile.readline(max_header + 1)
     if not line:
         return None
@@ -201,9 +346,13 @@ def read_message(
             if not line:
                 raise ProtocolError("disconnected", "the stream ended inside an oversized header line")
         raise ProtocolError("header_too_large", f"header line longer than {max_header} bytes")
+    if _nesting(line) > MAX_DEPTH:
+        raise ProtocolError(
+            "malformed", f"a header may nest arrays and objects {MAX_DEPTH} levels deep at most"
+        )
     try:
         header = json.loads(line.decode("utf-8"), parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, ValueError) as error:
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ProtocolError("malformed", f"not a JSON header line: {error}") from None
     if not isinstance(header, dict):
         raise ProtocolError("malformed", f"a header must be a JSON object, got {type(header).__name__}")
@@ -211,12 +360,17 @@ def read_message(
     size = header.get("bytes", 0)
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         # Without a trustworthy size the payload cannot be skipped: the peer is out of step for good.
-        raise ProtocolError("malformed", f"'bytes' must be a non-negative int, got {size!r}", request_id)
-    if size > max_payload:
-        if not _discard(rfile, size):
-            raise ProtocolError("disconnected", "the stream ended inside an oversized payload", request_id)
         raise ProtocolError(
-            "payload_too_large", f"payload of {size} bytes exceeds the {max_payload}-byte limit", request_id
+            "malformed", f"'bytes' must be a non-negative int, got {size!r}", request_id, fatal=True
+        )
+    if size > max_payload:
+        # Reading it to skip it would let any peer hold the connection (and a gigabyte of reads) for as
+        # long as it likes; the stream cannot be resynchronised without it, so the connection ends.
+        raise ProtocolError(
+            "payload_too_large",
+            f"payload of {size} bytes exceeds the {max_payload}-byte limit; closing the connection",
+            request_id,
+            fatal=True,
         )
     payload = _read_exact(rfile, size) if size else bytearray()
     if payload is None:
@@ -441,21 +595,28 @@ def serve(
 ) -> bool:
     """Serve `worker` on one connection until `close` or the end of the stream.
 
-    Requests are handled one at a time, in order. On a disconnect (not after `close`) every held key
-    and button is released, unless this is an observer connection, which holds nothing. Returns True
-    when the client closed the worker, False when the connection ended without `close`.
+    Requests are handled one at a time, in order. A framing error the stream cannot recover from (see
+    the module docstring) is answered where possible and ends the connection; a `TimedReader` as
+    `rfile` bounds how long a started message may take. On a disconnect (not after `close`) every held
+    key and button is released, unless this is an observer connection, which holds nothing. Returns
+    True when the client closed the worker, False when the connection ended without `close`.
     """
     session = _Session(worker, observer)
     closed = False
     try:
         while True:
+            message = None
             try:
                 message = read_message(rfile, max_header=max_header, max_payload=max_payload)
             except ProtocolError as error:
                 if error.code == "disconnected":
                     log.info("client disconnected: %s", error.message)
                     break
-                reply, reply_arrays, stop = _error(error.request_id, error.code, error.message), None, False
+                reply, reply_arrays = _error(error.request_id, error.code, error.message), None
+                # A fatal error is answered, then the connection ends: the stream is out of step.
+                stop = error.fatal
+                if stop:
+                    log.warning("closing the connection: %s", error.message)
             except OSError as error:
                 log.info("connection lost: %s", error)
                 break
@@ -478,7 +639,7 @@ def serve(
                 log.info("connection lost while replying: %s", error)
                 break
             if stop:
-                closed = True
+                closed = message is not None and reply.get("ok") is True
                 break
     finally:
         if not closed and not observer:
@@ -487,6 +648,46 @@ def serve(
             except Exception:
                 log.exception("releasing held input after a disconnect failed")
     return closed
+
+
+def serve_socket(
+    worker: Worker,
+    sock: socket.socket,
+    *,
+    observer: bool = False,
+    message_timeout: float | None = MESSAGE_TIMEOUT,
+    **limits: int,
+) -> bool:
+    """`serve` on a connected socket (plain or TLS): a started message, or a reply's send, that takes
+    longer than `message_timeout` seconds ends the connection.
+
+    When serving ends, the write side is shut down and what the client still sends is read and dropped
+    for up to `LINGER` seconds: closing a socket with unread input makes the peer's system reset the
+    connection, and the reset can destroy the error reply that said why. The caller closes the socket.
+    """
+    try:
+        return serve(
+            worker,
+            TimedReader(sock, message_timeout),
+            SocketWriter(sock, message_timeout),
+            observer=observer,
+            **limits,
+        )
+    finally:
+        _linger(sock)
+
+
+LINGER = 1.0
+
+
+def _linger(sock: socket.socket) -> None:
+    deadline = time.monotonic() + LINGER
+    with contextlib.suppress(OSError, ValueError):
+        sock.shutdown(socket.SHUT_WR)
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if not sock.recv(_CHUNK):
+                break
 
 
 # --- client -----------------------------------------------------------------------------------------
@@ -527,7 +728,12 @@ class ProtocolClient(Worker):
                 write_message(self._wfile, {"op": op, "id": request_id, **params}, **self._limits)
                 message = read_message(self._rfile, **self._limits)
             except OSError as error:
+                self._closed = True
                 raise ProtocolError("disconnected", f"the worker connection broke: {error}") from None
+            except ProtocolError as error:
+                if error.fatal:  # out of step with the worker for good
+                    self._closed = True
+                raise
             if message is None:
                 raise ProtocolError("disconnected", f"the worker closed the connection (during {op})")
             header, arrays = message
@@ -652,18 +858,23 @@ def spawn_stdio_worker(
     return StdioWorkerClient(process, **limits)
 
 
-def serve_stdio(worker: Worker, *, observer: bool = False) -> bool:
+def serve_stdio(
+    worker: Worker, *, observer: bool = False, message_timeout: float | None = MESSAGE_TIMEOUT
+) -> bool:
     """Serve `worker` on this process's stdin/stdout until close or end of input (see `serve`).
 
     The protocol gets a private duplicate of stdout and file descriptor 1 is pointed at stderr, so
-    nothing the worker or a library prints (from Python or C) can corrupt the stream.
+    nothing the worker or a library prints (from Python or C) can corrupt the stream. Requests are read
+    straight from file descriptor 0 (`TimedReader`), so a stalled message times out.
     """
     sys.stdout.flush()
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        return serve(worker, sys.stdin.buffer, protocol_out, observer=observer)
+        return serve(
+            worker, TimedReader(sys.stdin.fileno(), message_timeout), protocol_out, observer=observer
+        )
     finally:
         protocol_out.close()
 
@@ -690,6 +901,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("factory", help="module:callable that returns a Worker, e.g. pkg.mod:MyWorker")
     parser.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the factory")
     parser.add_argument("--observer", action="store_true", help="read-only: refuse every input op")
+    parser.add_argument(
+        "--message-timeout",
+        type=float,
+        default=MESSAGE_TIMEOUT,
+        help="seconds a started request has to arrive whole before the connection is closed",
+    )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="worker: %(message)s")
@@ -703,7 +920,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.exit(2, f"error: {error}\n")
     closed = False
     try:
-        closed = serve_stdio(worker, observer=args.observer)
+        closed = serve_stdio(worker, observer=args.observer, message_timeout=args.message_timeout)
     finally:
         if not closed:
             worker.close()
