@@ -160,7 +160,7 @@ def decode_session(
     if stored is not None:
         with stored:
             try:
-                for decision in reader.decisions(images=False):
+                for decision in reader.decisions(images=False, arena=False):
                     wanted = need is None or (decision.index < len(need) and need[decision.index])
                     views = stored.views_at(decision.frame_index) if wanted else None
                     yield _sample(reader, decision, views, settings, need)
@@ -168,7 +168,7 @@ def decode_session(
                 return
             except stored_views.StoredViewsError as error:
                 _warn_once(reader.path, f"{error}; decoding its video from decision {done} on")
-    for decision in reader.decisions():
+    for decision in reader.decisions(arena=False):  # training never reads the ARENA state
         if decision.index < done:
             continue
         views = None

@@ -276,11 +276,14 @@ class SessionReader:
             "uncovered_inputs": windows.uncovered,
         }
 
-    def decisions(self, decision_hz: float = 5.0, images: bool = True) -> Iterator[Decision]:
+    def decisions(
+        self, decision_hz: float = 5.0, images: bool = True, arena: bool = True
+    ) -> Iterator[Decision]:
         """The session's decisions in order, each with its anchor frame decoded from the video.
 
         `images=False` decodes nothing: every decision's `image` is None (a reader of the views stored
-        at capture time needs only the rest).
+        at capture time needs only the rest). `arena=False` still checks every log line but gives each
+        decision an empty `arena` (copying the state as it changes costs as much as reading stored views).
         """
         _check_rate(decision_hz)
         windows = self.windows(decision_hz).windows
@@ -301,7 +304,7 @@ class SessionReader:
             window = by_frame.get(record.index)
             if window is None:
                 continue
-            if changed:
+            if changed and arena:
                 snapshot, changed = copy.deepcopy(state), False
             tokens = self._tokens(window)
             yield Decision(
