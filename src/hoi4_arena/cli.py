@@ -628,11 +628,9 @@ def sim_command(
 
 # --- behaviour cloning: train-bc, heatmap -------------------------------------------------------
 
-# The help texts are BCConfig's field docstrings (a torch-free module: --help stays cheap).
-from hoi4_arena.training.bc_config import BCConfig as _BCConfig  # noqa: E402
-from hoi4_arena.training.bc_config import field_help as _field_help  # noqa: E402
-
-_BC = _field_help(_BCConfig)
+# Each command's options come from its config's fields (cli_options); the configs are torch-free modules.
+from hoi4_arena.cli_options import KEY_VALUES, Opt, from_config, given_on_command_line, value_list  # noqa: E402
+from hoi4_arena.training.bc_config import BCConfig  # noqa: E402
 
 
 def _low_high(text: str, option: str, kind: type, what: str) -> tuple:
@@ -649,118 +647,38 @@ def _split_values(values: list[str] | None) -> list[str]:
     return [part for value in values or () for part in value.replace(",", " ").split()]
 
 
+def _key_codes(items: list[str]) -> tuple[int, ...]:
+    from hoi4_arena.data.decode import parse_keys
+
+    return parse_keys(items)
+
+
 @app.command("train-bc", rich_help_panel="Learn")
+@from_config(
+    BCConfig,
+    arguments=("data", "out"),
+    options={
+        "data": Opt(metavar="DATA"),
+        "out": Opt(metavar="OUT"),
+        "policy": Opt(convert=KEY_VALUES, extra="Repeatable: --policy KEY=VALUE."),
+        "sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
+        "drop_keys": Opt(convert=value_list(whole=_key_codes), extra="Codes (0x41, 65) or names (a); repeatable."),
+    },
+)
 def train_bc_command(
     ctx: typer.Context,
-    data: Annotated[Path, typer.Argument(help=_BC["data"])],
-    out: Annotated[Path, typer.Argument(help=_BC["out"])],
-    encoder: Annotated[str, typer.Option("--encoder", help=_BC["encoder"])] = "cnn",
-    weights: Annotated[Path | None, typer.Option("--weights", help=_BC["weights"])] = None,
-    init: Annotated[Path | None, typer.Option("--init", help=_BC["init"])] = None,
-    layout: Annotated[str, typer.Option("--layout", help=_BC["layout"])] = "cpu",
-    freeze_blocks: Annotated[int, typer.Option("--freeze-blocks", help=_BC["freeze_blocks"])] = 0,
-    policy: Annotated[
-        list[str] | None, typer.Option("--policy", help=_BC["policy"] + " Repeatable: --policy KEY=VALUE.")
-    ] = None,
-    window: Annotated[int, typer.Option("--window", help=_BC["window"])] = 16,
-    lead_in: Annotated[int, typer.Option("--lead-in", help=_BC["lead_in"])] = 0,
-    batch: Annotated[int, typer.Option("--batch", help=_BC["batch"])] = 8,
-    workers: Annotated[int, typer.Option("--workers", help=_BC["workers"])] = 2,
-    epochs: Annotated[int, typer.Option("--epochs", help=_BC["epochs"])] = 10,
-    max_minutes: Annotated[float, typer.Option("--max-minutes", help=_BC["max_minutes"])] = 0.0,
-    max_steps: Annotated[int, typer.Option("--max-steps", help=_BC["max_steps"])] = 0,
-    lr: Annotated[float, typer.Option("--lr", help=_BC["lr"])] = 3e-4,
-    lr_decay_minutes: Annotated[
-        float, typer.Option("--lr-decay-minutes", help=_BC["lr_decay_minutes"])
-    ] = 0.0,
-    weight_decay: Annotated[float, typer.Option("--weight-decay", help=_BC["weight_decay"])] = 0.0,
-    grad_clip: Annotated[float, typer.Option("--grad-clip", help=_BC["grad_clip"])] = 1.0,
-    seed: Annotated[int, typer.Option("--seed", help=_BC["seed"])] = 0,
-    pointer_sigma: Annotated[float, typer.Option("--pointer-sigma", help=_BC["pointer_sigma"])] = 0.0,
-    aim_weight: Annotated[float, typer.Option("--aim-weight", help=_BC["aim_weight"])] = 1.0,
-    look_before_click: Annotated[
-        bool, typer.Option("--look-before-click", help=_BC["look_before_click"])
-    ] = False,
-    chunk: Annotated[int, typer.Option("--chunk", help=_BC["chunk"])] = 4,
-    save_every: Annotated[float, typer.Option("--save-every", help=_BC["save_every"])] = 600.0,
-    threads: Annotated[int, typer.Option("--threads", help=_BC["threads"])] = 0,
-    device: Annotated[str, typer.Option("--device", help=_BC["device"])] = "auto",
-    sources: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--sources", help=_BC["sources"] + " Repeatable or comma-separated (default: human,scripted)."
-        ),
-    ] = None,
-    drop_keys: Annotated[
-        list[str] | None,
-        typer.Option("--drop-keys", help=_BC["drop_keys"] + " Codes (0x41, 65) or names (a); repeatable."),
-    ] = None,
-    open_sessions: Annotated[int, typer.Option("--open-sessions", help=_BC["open_sessions"])] = 4,
-    shuffle_windows: Annotated[int, typer.Option("--shuffle-windows", help=_BC["shuffle_windows"])] = 64,
-    val_windows: Annotated[int, typer.Option("--val-windows", help=_BC["val_windows"])] = 256,
-    idle_windows: Annotated[float, typer.Option("--idle-windows", help=_BC["idle_windows"])] = 1.0,
-    hold_gb: Annotated[float, typer.Option("--hold-gb", help=_BC["hold_gb"])] = 4.0,
+    config: BCConfig,
     resume: Annotated[
         bool,
         typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
     ] = False,
 ) -> None:
     """Behaviour cloning: train the policy on recorded sessions (checkpoints, TensorBoard, JSON summary)."""
-    from hoi4_arena.data.decode import parse_keys
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.bc import train_bc
 
-    overrides: dict[str, int | str] = {}
-    for item in _split_values(policy):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise UserError(f"--policy takes KEY=VALUE (e.g. width=8), got {item!r}")
-        value = value.strip()
-        overrides[key.strip()] = int(value) if value.lstrip("-").isdigit() else value  # cell_pool=mean_max
-    settings = dict(
-        data=str(data),
-        out=str(out),
-        encoder=encoder,
-        weights=str(weights) if weights is not None else None,
-        init=str(init) if init is not None else None,
-        layout=layout,
-        freeze_blocks=freeze_blocks,
-        policy=overrides,
-        window=window,
-        lead_in=lead_in,
-        batch=batch,
-        workers=workers,
-        epochs=epochs,
-        max_minutes=max_minutes,
-        max_steps=max_steps,
-        lr=lr,
-        lr_decay_minutes=lr_decay_minutes,
-        weight_decay=weight_decay,
-        grad_clip=grad_clip,
-        seed=seed,
-        pointer_sigma=pointer_sigma,
-        aim_weight=aim_weight,
-        look_before_click=look_before_click,
-        chunk=chunk,
-        save_every=save_every,
-        threads=threads,
-        device=device,
-        sources=tuple(_split_values(sources)) or _BCConfig.__dataclass_fields__["sources"].default,
-        drop_keys=parse_keys(_split_values(drop_keys)),
-        open_sessions=open_sessions,
-        shuffle_windows=shuffle_windows,
-        val_windows=val_windows,
-        idle_windows=idle_windows,
-        hold_gb=hold_gb,
-    )
-    config = _BCConfig(**settings)
     # With --resume only the options given on the command line count as changes to the stored run.
-    given = {
-        name: getattr(config, name)
-        for name in settings
-        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"  # typer's own click enum
-    }
-    print_json(train_bc(config, resume=resume, changes=given))
+    print_json(train_bc(config, resume=resume, changes=given_on_command_line(ctx, config)))
 
 
 @app.command("heatmap", rich_help_panel="Learn")

@@ -1,0 +1,295 @@
+"""Command-line options made from a command's config dataclass, so each setting lives in one place.
+
+A config field's name, type, default and one-line docstring become the command's option (`--max-steps`,
+an int, 0, its docstring as the help); the command receives the config, already built and validated:
+
+    @app.command("train-bc")
+    @from_config(BCConfig, arguments=("data", "out"), options={"policy": Opt(convert=KEY_VALUES)})
+    def train_bc_command(config: BCConfig) -> None: ...
+
+Settings of a special shape are written and read by one typed converter each: `SIZE` (960x540 is
+(540, 960)), `low_high(int)` (3-5, or 4 for 4-4), `value_list(int)` (3,5 or a repeated option) and
+`KEY_VALUES` (--policy width=8, repeatable). Text a converter cannot read is a `UserError` naming the
+option, which the CLI prints as one line with exit status 2.
+
+This module imports neither torch nor numpy, and the config modules a command reads from must not either:
+`hoi4-arena --help` builds every command's options.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+import textwrap
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+from hoi4_arena.errors import UserError
+
+# --- the field docstrings ---------------------------------------------------------------------------
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """Each dataclass field's docstring (the string literal after it) as one line, by field name.
+
+    Python keeps no attribute docstrings at run time, so they are read from the class's source; the
+    bases' come first, a subclass's own override them.
+    """
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        body = tree.body[0].body  # type: ignore[attr-defined]
+        for node, following in zip(body, body[1:], strict=False):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[node.target.id] = " ".join(inspect.cleandoc(following.value.value).split())
+    return docs
+
+
+# --- the converters ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Converter:
+    """One special type: command-line text -> config value, and a value -> the text --help shows."""
+
+    parse: Callable[[str, str], Any]
+    """(text, option name) -> the value; UserError naming the option for text it cannot read."""
+    format: Callable[[Any], str]
+    """The value (a default) as it would be typed."""
+    metavar: str
+    repeat: bool = False
+    """The option may be given more than once; its texts are read together as one comma-separated list."""
+
+
+def _parse_size(text: str, option: str) -> tuple[int, int]:
+    width, sep, height = text.strip().lower().partition("x")
+    if not sep or not width.isdigit() or not height.isdigit():
+        raise UserError(f"{option} takes WIDTHxHEIGHT such as 1920x1080, not {text!r}")
+    return int(height), int(width)
+
+
+SIZE = Converter(_parse_size, lambda hw: f"{hw[1]}x{hw[0]}", "WxH")
+"""A screen size, WIDTHxHEIGHT on the command line, (height, width) in the config."""
+
+
+def low_high(kind: type, example: str = "3-5") -> Converter:
+    """LOW-HIGH (or one value for LOW-LOW) as a (low, high) tuple of `kind`."""
+
+    def parse(text: str, option: str) -> tuple:
+        low, sep, high = text.strip().partition("-")
+        try:
+            return kind(low), kind(high if sep else low)
+        except ValueError:
+            raise UserError(f"{option} takes LOW-HIGH such as {example}, not {text!r}") from None
+
+    def format(value: Sequence) -> str:
+        return f"{value[0]}-{value[1]}"
+
+    return Converter(parse, format, "LOW-HIGH")
+
+
+def _split(text: str) -> list[str]:
+    return text.replace(",", " ").split()
+
+
+def value_list(
+    kind: Callable[[str], Any] = str, whole: Callable[[list[str]], Any] | None = None
+) -> Converter:
+    """Comma-separated values (3,5), the option repeatable, as a tuple of `kind`; `whole` reads the
+    list of texts at once instead (e.g. key names that need a table)."""
+
+    def parse(text: str, option: str) -> Any:
+        items = _split(text)
+        if whole is not None:
+            return whole(items)
+        try:
+            return tuple(kind(item) for item in items)
+        except ValueError:
+            raise UserError(f"{option} takes a comma-separated list, not {text!r}") from None
+
+    return Converter(parse, lambda values: ",".join(str(v) for v in values), "A,B", repeat=True)
+
+
+def _parse_key_values(text: str, option: str) -> dict[str, int | str]:
+    pairs: dict[str, int | str] = {}
+    for item in _split(text):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"{option} takes KEY=VALUE (e.g. width=8), got {item!r}")
+        value = value.strip()
+        pairs[key.strip()] = int(value) if value.lstrip("-").isdigit() else value
+    return pairs
+
+
+KEY_VALUES = Converter(
+    _parse_key_values, lambda pairs: ",".join(f"{k}={v}" for k, v in pairs.items()), "KEY=VALUE", repeat=True
+)
+"""KEY=VALUE pairs, the option repeatable, as a dict (whole numbers as ints, the rest as text)."""
+
+
+# --- the options ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Opt:
+    """How one config field appears on the command line, where the defaults do not serve."""
+
+    flag: str | None = None
+    """The option's name(s), e.g. "--max-days" or "--news/--no-news" (default: --field-name)."""
+    help: str | None = None
+    """Help text instead of the field's docstring."""
+    extra: str = ""
+    """Text added after the docstring (how to type it, a command's own default)."""
+    convert: Converter | None = None
+    """The converter of a special type (SIZE, low_high, value_list, KEY_VALUES)."""
+    argument: bool = False
+    """A positional argument rather than an option."""
+    metavar: str | None = None
+    """What --help shows for the value (default: the type's, or the converter's)."""
+
+
+def _plain_type(hint: Any) -> tuple[Any, bool]:
+    """(the type typer sees, whether None is allowed) for a field's resolved type hint."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return (rest[0] if len(rest) == 1 else str), True
+    return hint, False
+
+
+def _parameters(cls: type, arguments: Sequence[str], options: dict[str, Opt], skip: Sequence[str]):
+    """The typer parameters of `cls`'s fields (keyword-only, in field order, arguments first)."""
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    fields = [f for f in dataclasses.fields(cls) if f.init and f.name not in skip]
+    unknown = (set(arguments) | set(options)) - {f.name for f in fields}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)} to make options of")
+    fields.sort(
+        key=lambda f: (f.name not in arguments, list(arguments).index(f.name) if f.name in arguments else 0)
+    )
+    made: list[inspect.Parameter] = []
+    converters: dict[str, Converter] = {}
+    for f in fields:
+        opt = options.get(f.name, Opt())
+        help_text = opt.help if opt.help is not None else docs.get(f.name, "")
+        help_text = f"{help_text} {opt.extra}".strip()
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = inspect.Parameter.empty
+        kind, optional = _plain_type(hints[f.name])
+        if opt.convert is not None:
+            # The option takes text; its default is the config's default as it would be typed (read back
+            # by the same converter), or None (the config's default) when there is nothing to show.
+            converters[f.name] = opt.convert
+            kind = list[str] if opt.convert.repeat else str
+            if default is not inspect.Parameter.empty:
+                text = opt.convert.format(default) if default not in (None, (), [], {}) else None
+                default = [text] if opt.convert.repeat and text is not None else text
+                kind = kind | None
+            metavar = opt.metavar or opt.convert.metavar
+        else:
+            if optional:
+                kind = kind | None
+            metavar = opt.metavar
+        if opt.argument or f.name in arguments:
+            info = typer.Argument(help=help_text, metavar=metavar)
+        else:
+            flag = opt.flag or "--" + f.name.replace("_", "-")
+            if kind is bool and default is True and "/" not in flag:
+                flag = f"{flag}/--no-{flag.removeprefix('--')}"
+            info = typer.Option(flag, help=help_text, metavar=metavar)
+        made.append(
+            inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
+            )
+        )
+    return made, converters
+
+
+def from_config(
+    cls: type,
+    *,
+    arguments: Sequence[str] = (),
+    options: dict[str, Opt] | None = None,
+    skip: Sequence[str] = (),
+    fixed: dict[str, Any] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator: the command's parameter `config` becomes one option per field of `cls`.
+
+    `arguments` are fields given positionally, in that order; `options` changes how a field appears;
+    `skip` fields are left to their defaults (or `fixed` values) and not offered. The command's other
+    parameters (a `typer.Context`, options of its own) stay as they are, before the config's. The
+    config is built with every field's value and its `__post_init__` validates it; an option given as
+    text is read by its converter first. `given_on_command_line(ctx, config)` names the fields a user typed.
+    """
+    options = options or {}
+    fixed = fixed or {}
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "config"]
+        made, converters = _parameters(cls, arguments, options, [*skip, *fixed])
+        names = [p.name for p in made]
+
+        @functools.wraps(command)
+        def run(**values: Any) -> Any:
+            settings = {name: values.pop(name) for name in names}
+            for name, converter in converters.items():
+                text = settings[name]
+                flag = "--" + name.replace("_", "-")
+                if text is None or text == []:
+                    settings.pop(name)  # the config's default
+                elif converter.repeat:
+                    settings[name] = converter.parse(",".join(text), options[name].flag or flag)
+                else:
+                    settings[name] = converter.parse(text, options[name].flag or flag)
+            return command(config=cls(**settings, **fixed), **values)
+
+        # Positional arguments: the config's, then the command's own; then the config's options, then
+        # the command's own options (as --help lists them).
+        own_args = [p for p in own if _is_argument(p)]
+        own_rest = [p for p in own if not _is_argument(p)]
+        keyword = lambda ps: [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in ps]  # noqa: E731
+        made_args = [p for p in made if p.name in arguments]
+        made_opts = [p for p in made if p.name not in arguments]
+        ordered = [*made_args, *keyword(own_args), *made_opts, *keyword(own_rest)]
+        run.__signature__ = inspect.Signature(ordered)  # type: ignore[attr-defined]
+        run.__annotations__ = {}
+        run.config_fields = tuple(names)  # type: ignore[attr-defined]
+        return run
+
+    return decorate
+
+
+def _is_argument(parameter: inspect.Parameter) -> bool:
+    return any(
+        isinstance(a, typer.models.ArgumentInfo) for a in getattr(parameter.annotation, "__metadata__", ())
+    )
+
+
+def given_on_command_line(ctx: typer.Context, config: Any) -> dict[str, Any]:
+    """The fields of `config` whose options the user typed (not left to their defaults), with their values."""
+    return {
+        f.name: getattr(config, f.name)
+        for f in dataclasses.fields(config)
+        if getattr(ctx.get_parameter_source(f.name), "name", None) == "COMMANDLINE"  # typer's click enum
+    }
