@@ -1,12 +1,15 @@
 # The README's two commands. Both create .venv when it is missing and are quick when all is installed.
 #   make demo   set up and run the main job (hoi4-arena quickstart) on the built-in simulator
 #   make test   set up (with the dev extra and the Debian packages the tests need) and run ruff + pytest
+#               (PYTEST_WORKERS=0 runs the tests in one process, PYTEST_ARGS adds pytest options)
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= demo
 PYTEST_ARGS ?=
+# Parallel test workers (pytest-xdist); the X11 tests of one module stay in one worker (loadgroup).
+PYTEST_WORKERS ?= auto
 
 .PHONY: demo test lint install install-dev system-packages clean
 
@@ -35,10 +38,11 @@ demo: install
 
 lint: install-dev
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 
 # pytest's status 5 means it collected no tests: that is a failure here, not a pass.
 test: install-dev system-packages lint
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$status
 
 clean:

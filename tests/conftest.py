@@ -281,9 +281,11 @@ def sim_window(server: Xvfb, tmp_path: Path) -> Iterator[Callable[..., SimWindow
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The tests of one module share its X server and target window: under xdist's --dist loadgroup they
     # run in one worker, so each module starts them once.
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         if item.get_closest_marker("x11") and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(Path(str(item.fspath)).stem))
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
