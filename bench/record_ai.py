@@ -86,7 +86,9 @@ def player_loop(plan, size) -> dict:
         with worker_for(spec, seed, side, size) as worker:
             rgba, hotspot = worker.pointer_image()
             player = make_player(config, seed, (rgba.shape[1], rgba.shape[0], tuple(hotspot)))
-            play_ns += play_game(worker, player, GameSettings(side=side, speed=SPEED, spec=spec, after_end_s=2.0)).play_ns
+            play_ns += play_game(
+                worker, player, GameSettings(side=side, speed=SPEED, spec=spec, after_end_s=2.0)
+            ).play_ns
     return {"seconds": time.perf_counter() - start, "play_s": play_ns / 1e9}
 
 

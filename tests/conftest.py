@@ -42,7 +42,9 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "pattern_app(**options): the module's target window (PatternApp options)")
+    config.addinivalue_line(
+        "markers", "pattern_app(**options): the module's target window (PatternApp options)"
+    )
     config.addinivalue_line("markers", "x11_worker(**options): the module's X11Worker keyword arguments")
 
 

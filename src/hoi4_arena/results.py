@@ -148,7 +148,9 @@ def win_record(rows: list[GameResult]) -> dict[str, Any]:
         )
         for tag in TAGS
     }
-    setup = {step: sum((r.extra.get("setup") or {}).get(step) is not None for r in valid) for step in SETUP_STEPS}
+    setup = {
+        step: sum((r.extra.get("setup") or {}).get(step) is not None for r in valid) for step in SETUP_STEPS
+    }
     setup["complete"] = sum(bool((r.extra.get("setup") or {}).get("complete")) for r in valid)
     return {
         "games": len(rows),

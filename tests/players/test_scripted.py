@@ -142,7 +142,9 @@ def test_a_calibration_lacking_what_the_player_looks_at_is_refused() -> None:
     with pytest.raises(UserError, match="lacks template 'win'"):
         ScriptedPlayer(partial, 0)
     with pytest.raises(UserError, match="map section"):
-        ScriptedPlayer(Calibration(rules.size, rules.game, rules.templates, rules.clock, rules.speed, None), 0)
+        ScriptedPlayer(
+            Calibration(rules.size, rules.game, rules.templates, rules.clock, rules.speed, None), 0
+        )
 
 
 def test_nothing_is_done_before_the_game_s_screen_shows() -> None:

@@ -70,7 +70,6 @@ def test_bad_display_and_missing_window_are_clear_errors(server, app) -> None:
     assert error.value.code == "no_window"
 
 
-
 def test_a_window_destroyed_while_attaching_is_a_worker_error(server, app, person, monkeypatch) -> None:
     # A game may replace its window while it starts: the window found is gone before its geometry is read.
     screen = person.conn.screen()
@@ -83,6 +82,7 @@ def test_a_window_destroyed_while_attaching_is_a_worker_error(server, app, perso
     with pytest.raises(WorkerError) as error:
         X11Worker(server.display, window="the game", listen=False)
     assert error.value.code == "window" and "went away while attaching" in error.value.message
+
 
 def test_game_log_tails_complete_lines_and_follows_a_restart(server, app, tmp_path) -> None:
     path = tmp_path / "game.log"

@@ -265,7 +265,8 @@ class X11Worker(Worker):
             # found was destroyed before we could read it. A WorkerError lets the caller find it again.
             self._shutdown()
             raise WorkerError(
-                "window", f"the window of {window!r} went away while attaching ({type(error).__name__}): try again"
+                "window",
+                f"the window of {window!r} went away while attaching ({type(error).__name__}): try again",
             ) from None
         except BaseException:
             self._shutdown()
