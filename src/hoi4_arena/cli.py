@@ -508,6 +508,33 @@ def upgrade_channel_command(
     print_json(upgrade_channel(UpgradeChannelConfig(mod=mod)))
 
 
+@app.command("control", rich_help_panel="HOI4 itself")
+def control_command(
+    action: Annotated[str, typer.Argument(help="launch, quit, report or saves.")],
+    mod: Annotated[
+        Path | None, typer.Option("--mod", help="launch: the mod folder to install and enable.")
+    ] = None,
+    game_dir: Annotated[
+        Path | None,
+        typer.Option("--game-dir", help="The folder holding the hoi4 binary (default: via Steam)."),
+    ] = None,
+    userdir: Annotated[
+        Path | None,
+        typer.Option("--userdir", help="HOI4's user folder (default: ~/.local/share/Paradox Interactive)."),
+    ] = None,
+    save: Annotated[str | None, typer.Option("--save", help="saves: show this save game.")] = None,
+    wait: Annotated[
+        float, typer.Option("--wait", help="Seconds to wait for the window (launch) or the exit (quit).")
+    ] = 180.0,
+) -> None:
+    """HOI4 on Linux: launch it with a mod (launcher skipped), quit it, report on it, list its saves."""
+    from hoi4_arena.hoi4.control import ControlConfig, control
+    from hoi4_arena.terminal import print_json
+
+    config = ControlConfig(action=action, mod=mod, game_dir=game_dir, userdir=userdir, save=save, wait_s=wait)
+    print_json(control(config))
+
+
 @app.command("sim-run", rich_help_panel="Simulator and maps")
 def sim_run_command(
     preset: Annotated[

@@ -18,7 +18,28 @@ from hoi4_arena.hoi4.export import REPLACE_PATHS, STACK_TYPES, deployment, write
 from hoi4_arena.hoi4.script import parse
 from hoi4_arena.maps import ArenaMap
 
-MAP_FILES = ["provinces.bmp", "definition.csv", "terrain.bmp", "heightmap.bmp", "rivers.bmp", "trees.bmp", "cities.bmp", "world_normal.bmp", "default.map", "adjacencies.csv", "adjacency_rules.txt", "buildings.txt", "unitstacks.txt", "railways.txt", "supply_nodes.txt", "weatherpositions.txt", "airports.txt", "rocketsites.txt", "continent.txt", "positions.txt"]
+MAP_FILES = [
+    "provinces.bmp",
+    "definition.csv",
+    "terrain.bmp",
+    "heightmap.bmp",
+    "rivers.bmp",
+    "trees.bmp",
+    "cities.bmp",
+    "world_normal.bmp",
+    "default.map",
+    "adjacencies.csv",
+    "adjacency_rules.txt",
+    "buildings.txt",
+    "unitstacks.txt",
+    "railways.txt",
+    "supply_nodes.txt",
+    "weatherpositions.txt",
+    "airports.txt",
+    "rocketsites.txt",
+    "continent.txt",
+    "positions.txt",
+]
 # Plain tables with ';' or space-separated numbers, not Paradox script.
 TABLES = {
     "buildings.txt",

@@ -1,13 +1,17 @@
 """The mod's province map: the arena's land provinces unchanged, its water cut into sea and lake provinces.
 
 HOI4 needs every pixel of `provinces.bmp` to belong to a province, so the arena's water (id 0 in the
-raster) is split here: water that touches the map's edge is sea, water enclosed by land is lake, and
-both are cut into tiles laid like bricks (128 x 64 pixels, alternate rows offset by half a tile, so four
-tiles never meet at a point). A tile's disconnected bits become their own provinces; bits of 64 pixels
-or fewer join the water neighbour they share most border with; then every 2x2 pixel block where four
-ids meet or ids touch only diagonally (HOI4's "X crossing", also across the horizontal wrap) is
-repaired by moving one water pixel, never a land pixel, so the land provinces stay exactly the
-arena's. Land ids are kept (1..192), water ids follow (193..).
+raster) is split here. The map is first padded with sea above and below (or at the sides) until every
+land province's bounding box is within 1/8 of the map, HOI4's limit. Water that touches the map's
+edge is sea, water enclosed by land is lake, and both are cut into tiles laid like bricks (128 x 64
+pixels, alternate rows offset by half a tile, the last half tile before the horizontal wrap offset by
+half a row, so four tiles never meet at a point, not even across the wrap). A tile's disconnected
+bits become their own provinces; bits of 64 pixels or fewer join the water neighbour they share most
+border with. A pocket of water with no water neighbour (a few pixels between land provinces) joins
+the land province it borders most: the only land pixels that differ from the arena's raster. Then
+every 2x2 block where four ids meet or ids touch only diagonally (HOI4's "X crossing", across the wrap
+too) is repaired by moving one water pixel, never a land pixel. Land ids are kept (1..192), water ids
+follow (193..).
 
 Try: python -m hoi4_arena.hoi4.provinces bay 1
 """
@@ -136,8 +140,26 @@ def split_water(arena: ArenaMap) -> ProvinceMap:
     raster = np.pad(arena.raster, ((top, top), (left, left)))
     h, w = raster.shape
     is_water = raster == 0
-    # Sea: water pieces touching the map's edge; lake: enclosed water.
     pieces = label_pieces(is_water)
+    # A pocket of water too small to be a province (the arena's raster has a few single pixels between
+    # land provinces) goes to the land province it borders most: HOI4 has no province to give it.
+    sizes = np.bincount(pieces.ravel())
+    pocket_ids = [i for i in np.unique(pieces[is_water]).tolist() if sizes[i] <= MIN_WATER]
+    if pocket_ids:
+        raster = raster.copy()
+        for i in pocket_ids:
+            ys, xs = np.nonzero((pieces == i) & is_water)
+            around = np.concatenate(
+                [
+                    raster[np.clip(ys + dy, 0, h - 1), np.clip(xs + dx, 0, w - 1)]
+                    for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0))
+                ]
+            )
+            around = around[around > 0]
+            raster[ys, xs] = np.bincount(around).argmax() if len(around) else 0
+        is_water = raster == 0
+        pieces = label_pieces(is_water)
+    # Sea: water pieces touching the map's edge; lake: enclosed water.
     edge = np.unique(np.concatenate([pieces[0], pieces[-1], pieces[:, 0], pieces[:, -1]]))
     sea_mask = is_water & np.isin(pieces, [p for p in edge.tolist() if is_water[pieces == p].any()])
     ys, xs = np.mgrid[0:h, 0:w]
