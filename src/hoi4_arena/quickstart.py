@@ -3,28 +3,37 @@
 Five stages, each leaving its output in OUT and resuming where it stopped when run again:
 
 1. demonstrations (OUT/demos): the scripted player plays the game's AI in the headless simulator and
-   every game is recorded as a session (`record-ai`); the last games are held out for validation
-   (OUT/demos/splits.json). Demonstration games are short (`--demo-max-days`): their first days hold
-   the setup and the first replans, what a policy must learn before anything else; the scripted hand
-   is quick (`DEMO_HAND`), so a click lands in the decision the pointer arrives in or the next;
-2. baselines (OUT/eval/{scripted,random}): the scripted player and a random policy play the game's AI
-   on the evaluation seeds, each seed from both sides (`record-ai`, `play-policy`); played before
-   training so that the time they took is known when training's share of the budget is worked out;
-3. training (OUT/bc): behaviour cloning on the demonstrations within the time the budget leaves
-   (`train-bc` with the settings of `BC_SETTINGS`, the learning rate decayed over those minutes,
+   every game is recorded as a session (`record-ai`, cycling over the training maps `--arena` pair by
+   pair); the last games are held out for validation (OUT/demos/splits.json). Demonstration games are
+   short (`--demo-max-days`): their first days hold the setup and the first replans, what a policy must
+   learn before anything else; the scripted hand is quick (`DEMO_HAND`), so a click lands in the
+   decision the pointer arrives in or the next. The recorder stores the views the player saw beside
+   each video, so training decodes no video;
+2. baselines (OUT/eval/{scripted,random}, OUT/eval/held-out/scripted): the scripted player and a random
+   policy play the game's AI on the evaluation seeds, each seed from both sides (`record-ai`,
+   `play-policy`), on the training maps; the scripted player also on the held-out map (`--held-out`, a
+   map the demonstrations never show);
+3. training (OUT/bc): behaviour cloning on the demonstrations for `--train-steps` optimizer steps
+   (`train-bc` with the settings of `BC_SETTINGS`, the learning rate decayed over those steps,
    TensorBoard logs in OUT/bc/tb);
-4. evaluation (OUT/eval/learned): the learned checkpoint plays the same seeds and sides
-   (`play-policy` with `PLAY_SETTINGS`), games of the full length (`--max-days`);
+4. evaluation (OUT/eval/learned, OUT/eval/held-out/learned): the learned checkpoint plays the same
+   seeds and sides (`play-policy` with `PLAY_SETTINGS`), games of the full length (`--max-days`), on
+   the training maps and on the held-out map;
 5. report (OUT/report.html, OUT/report.json, pictures in OUT/report/): each player's record with a
-   Wilson interval, how often it completed its setup (army, front, offensive, executed), the training
-   curves, heat maps of where the policy wants to point, and a strip of frames from one of its games.
+   Wilson interval, how often it completed its setup (army, front, offensive, executed), the same on
+   the held-out map, the training curves, heat maps of where the policy wants to point, and a strip of
+   frames from one of its games.
 
-The budget (`--budget-minutes`) bounds the whole run: training gets what the other stages do not need
-(the learned policy's games and the report are estimated, `eval_seconds_per_game`). OUT/quickstart.json
-keeps the settings and each finished stage's summary; a run with other settings in the same OUT is
-refused. docs/learning.md says how the settings below were chosen, with the measurements.
+The run is fixed by work, not by wall time: the demonstrations, games, seeds and training steps are
+settings, so the same command gives the same weights (`weights_sha256` in the report) and the same
+records on any machine of this kind; only the time it takes varies. `--budget-minutes B` bounds the
+whole run instead: the games, their lengths and the demonstrations scale down with B (`scaled`), game
+stages stop starting games when their share of B is spent, training gets the time the rest leaves, and
+the report says it was time-bounded and how many steps it made. OUT/quickstart.json keeps the settings
+and each finished stage's summary; a run with other settings in the same OUT is refused.
+docs/learning.md says how the settings below were chosen, with the measurements.
 
-Try: hoi4-arena quickstart demo --budget-minutes 20
+Try: hoi4-arena quickstart demo
 """
 
 from __future__ import annotations
@@ -48,10 +57,18 @@ log = logging.getLogger(__name__)
 STATE = "quickstart.json"
 STAGES = ("demonstrations", "baselines", "training", "evaluation")
 PLAYERS = ("learned", "scripted", "random")
+HELD_OUT_PLAYERS = ("learned", "scripted")
+HELD_OUT = "held-out"
 EVAL_SEED_OFFSET = 1000  # evaluation seeds never overlap the demonstrations' seeds
-MIN_TRAIN_MINUTES = 0.2
-REPORT_MINUTES = 1.0
-"""Reserved for the report (heat maps, pictures) when training's share is worked out."""
+MIN_BUDGET = 2.0
+FULL_BUDGET = 20.0
+"""A budget of at least this many minutes plays the settings as given; a smaller one scales them down."""
+MIN_TRAIN_MINUTES = 0.4
+"""Training's least share of a budget: a few hundred steps of the small policy on this machine."""
+REPORT_MINUTES = 0.5
+"""Reserved for the report (heat maps, pictures) when training's share of a budget is worked out."""
+GAME_SHARES = {"demonstrations": 0.25, "baselines": 0.15}
+"""With a budget: the share of it after which a game stage starts no new game."""
 
 # Behaviour cloning as measured best for a budget of minutes on a 2-core CPU (docs/learning.md): a small
 # policy (about 1.5x the steps of the default widths), short windows, most of the idle ones left out
@@ -91,10 +108,15 @@ class QuickstartConfig:
 
     out: Path
     """Folder for everything the run makes; running again with it resumes."""
-    budget_minutes: float = 20.0
-    """Wall-clock minutes for the whole run; training gets what the other stages leave."""
+    train_steps: int = 3000
+    """Optimizer steps of behaviour cloning: with the seeds, the work that fixes the learned policy."""
+    budget_minutes: float | None = None
+    """Bound the whole run by wall-clock minutes instead (>= 2): the games scale down, training gets
+    what the rest leaves (the report says how many steps it made). None: fixed work, --train-steps."""
     arena: str = "plains"
-    """Arena preset (its map of seed 0) or preset:seed: every game of the run plays this map."""
+    """Training map(s): presets (map seed 0) or preset:seed, comma-separated; games cycle over them."""
+    held_out: str = "river:7"
+    """A map the demonstrations never show, where the learned and scripted players also play (none: skip)."""
     games: int = 20
     """Evaluation games per player (learned, scripted, random), on the same seeds, sides alternating."""
     demo_games: int = 96
@@ -116,14 +138,20 @@ class QuickstartConfig:
     workers: int = 2
     """Background processes decoding the demonstrations into memory before training."""
     eval_seconds_per_game: float = 12.0
-    """Wall seconds reserved per game of the learned policy when the training budget is worked out."""
+    """With a budget: wall seconds reserved per full-length game of the learned policy."""
     progress: bool = True
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
-        if not (isinstance(self.budget_minutes, int | float) and 2 <= self.budget_minutes <= 24 * 60):
-            raise UserError(f"--budget-minutes must lie in 2..1440, not {self.budget_minutes!r}")
+        if self.budget_minutes is not None and not (
+            isinstance(self.budget_minutes, int | float) and MIN_BUDGET <= self.budget_minutes <= 24 * 60
+        ):
+            raise UserError(
+                f"--budget-minutes must lie in {MIN_BUDGET:g}..1440 (or be left out: fixed work), "
+                f"not {self.budget_minutes!r}"
+            )
         for what, value, low in (
+            ("--train-steps", self.train_steps, 1),
             ("--games", self.games, 1),
             ("--demo-games", self.demo_games, 2),
             ("--max-days", self.max_days, 1),
@@ -137,23 +165,60 @@ class QuickstartConfig:
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
-        from hoi4_arena.maps import PRESETS
-        from hoi4_arena.sim.headless import arena_of
+        from hoi4_arena.play.runner import map_list
 
-        self.arena_spec = f"{self.arena}:0" if self.arena in PRESETS else self.arena
-        arena_of(self.arena_spec)  # an unknown preset or a bad map folder fails now, with its message
+        self.arena_spec = ",".join(map_list(self.arena, bare_seed=0))
+        held_out = None if self.held_out in (None, "", "none") else self.held_out
+        self.held_out_spec = ",".join(map_list(held_out, bare_seed=0)) if held_out else None
+        if self.held_out_spec and "," in self.held_out_spec:
+            raise UserError(f"--held-out is one map (preset, preset:seed or a folder), not {held_out!r}")
+        if self.held_out_spec and self.held_out_spec in self.arena_spec.split(","):
+            raise UserError(
+                f"--held-out {held_out} is one of the training maps: choose a map they never show"
+            )
 
     def settings(self) -> dict[str, Any]:
-        """What decides the run's results: a resumed run must have the same."""
+        """What decides the run's results: a resumed run must have the same. A budget decides them too (it
+        scales the games and bounds the training)."""
         data = asdict(self)
-        for key in ("out", "budget_minutes", "progress", "threads", "workers", "eval_seconds_per_game"):
+        for key in ("out", "progress", "threads", "workers", "eval_seconds_per_game"):
             data.pop(key)
+        if self.budget_minutes is None:
+            data.pop("budget_minutes")
+        else:
+            data.pop("train_steps")
         data["size"] = [self.size[1], self.size[0]]
         return data
 
     @property
     def eval_seed(self) -> int:
         return self.seed + EVAL_SEED_OFFSET
+
+    @property
+    def scale(self) -> float:
+        """How much of the given settings a budget leaves room for (1: all of them)."""
+        if self.budget_minutes is None:
+            return 1.0
+        return min(1.0, self.budget_minutes / FULL_BUDGET)
+
+    @property
+    def scaled(self) -> dict[str, int]:
+        """The games and lengths this run plays: the settings, or fewer and shorter under a small budget."""
+        k = self.scale
+        if k >= 1:
+            return {
+                "demo_games": self.demo_games,
+                "games": self.games,
+                "max_days": self.max_days,
+                "demo_max_days": self.demo_max_days,
+            }
+        pairs = max(1, round(self.games / 2 * k))
+        return {
+            "demo_games": max(self.val_games + 2, round(self.demo_games * k)),
+            "games": 2 * pairs,
+            "max_days": min(self.max_days, max(30, round(self.max_days * k))),
+            "demo_max_days": min(self.demo_max_days, max(10, round(self.demo_max_days * k * 2))),
+        }
 
 
 @dataclass
@@ -197,21 +262,30 @@ class RunState:
 # --- the stages ---------------------------------------------------------------------------------------
 
 
+def _wall_minutes(config: QuickstartConfig, stage: str) -> float:
+    """With a budget: the wall minutes after which a game stage starts no new game (0: no limit)."""
+    if config.budget_minutes is None:
+        return 0.0
+    return GAME_SHARES[stage] * config.budget_minutes
+
+
 def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
     """Scripted games against the AI, recorded; the last `val_games` sessions held out."""
     from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 
     demos = config.out / "demos"
+    scaled = config.scaled
     summary = run_record_ai(
         RecordAIConfig(
             out=demos,
             player="scripted",
-            games=config.demo_games,
+            games=scaled["demo_games"],
             arena=config.arena_spec,
             seed=config.seed,
             speeds=(config.speed,),
             size=config.size,
-            max_days=config.demo_max_days,
+            max_days=scaled["demo_max_days"],
+            wall_minutes=_wall_minutes(config, "demonstrations"),
             progress=config.progress,
             **DEMO_HAND,
         )
@@ -229,28 +303,36 @@ def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
     }
 
 
-def train(config: QuickstartConfig, minutes: float, planned: float) -> dict[str, Any]:
-    """Behaviour cloning on the demonstrations for `minutes` of wall time (resuming a stopped run); the
-    learning rate decays over the `planned` minutes of the whole run."""
+def train(
+    config: QuickstartConfig, minutes: float | None = None, planned: float | None = None
+) -> dict[str, Any]:
+    """Behaviour cloning on the demonstrations (resuming a stopped run): `config.train_steps` steps with
+    the learning rate decayed over them; with a budget, `minutes` of wall time with the rate decayed over
+    the `planned` minutes of training."""
     from hoi4_arena.training.bc import train_bc
     from hoi4_arena.training.bc_config import BCConfig
 
     out = config.out / "bc"
+    if config.budget_minutes is None:
+        bounds: dict[str, Any] = {"max_steps": config.train_steps, "lr_decay_steps": config.train_steps}
+        resumed = {"max_steps": config.train_steps}
+    else:
+        bounds = {"max_minutes": max(minutes or 0.0, 0.05), "lr_decay_minutes": planned}
+        resumed = {"max_minutes": bounds["max_minutes"]}
     bc = BCConfig(
         data=str(config.out / "demos"),
         out=str(out),
         epochs=1000,
-        max_minutes=max(minutes, 0.05),
         seed=config.seed,
         threads=config.threads,
         workers=config.workers,
         save_every=60.0,
         sources=("scripted",),
-        lr_decay_minutes=planned,
+        **bounds,
         **BC_SETTINGS,
     )
     if (out / "progress.pt").exists():
-        return train_bc(bc, resume=True, changes={"max_minutes": bc.max_minutes, "epochs": bc.epochs})
+        return train_bc(bc, resume=True, changes={**resumed, "epochs": bc.epochs})
     return train_bc(bc)
 
 
@@ -264,50 +346,72 @@ def trained_minutes(out: Path) -> float:
     return float(load_checkpoint(path).extra.get("train_seconds", 0.0)) / 60
 
 
-def _eval_settings(config: QuickstartConfig) -> dict[str, Any]:
+def _eval_settings(config: QuickstartConfig, arena: str, wall_minutes: float) -> dict[str, Any]:
     """What every player's evaluation games share: the seeds (each from both sides), map, screen, length."""
+    scaled = config.scaled
     return {
-        "games": config.games,
-        "arena": config.arena_spec,
+        "games": scaled["games"],
+        "arena": arena,
         "seed": config.eval_seed,
         "size": config.size,
-        "max_days": config.max_days,
+        "max_days": scaled["max_days"],
+        "wall_minutes": wall_minutes,
         "progress": config.progress,
     }
 
 
+def _maps(config: QuickstartConfig) -> list[tuple[Path, str]]:
+    """(evaluation folder, maps) of the training maps and, when there is one, the held-out map."""
+    maps = [(config.out / "eval", config.arena_spec)]
+    if config.held_out_spec:
+        maps.append((config.out / "eval" / HELD_OUT, config.held_out_spec))
+    return maps
+
+
 def evaluate_baselines(config: QuickstartConfig) -> dict[str, Any]:
-    """The scripted player and a random policy on the evaluation seeds and sides."""
+    """The scripted player (on every map) and a random policy (on the training maps) on the evaluation
+    seeds and sides."""
     from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
     from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 
-    folder = config.out / "eval"
-    common = _eval_settings(config)
-    scripted = run_record_ai(
-        RecordAIConfig(out=folder / "scripted", player="scripted", speeds=(config.speed,), **common)
-    )
-    random = run_play_policy(
-        PlayConfig(checkpoint="random", out=folder / "random", name="random", speed=config.speed, **common)
-    )
-    return {"scripted": scripted["games"], "random": random["games"]}
+    games: dict[str, Any] = {}
+    for folder, arena in _maps(config):
+        common = _eval_settings(config, arena, _wall_minutes(config, "baselines") / len(_maps(config)))
+        where = "" if folder == config.out / "eval" else f"{HELD_OUT} "
+        scripted = run_record_ai(
+            RecordAIConfig(out=folder / "scripted", player="scripted", speeds=(config.speed,), **common)
+        )
+        games[f"{where}scripted"] = scripted["games"]
+        if not where:
+            random = run_play_policy(
+                PlayConfig(
+                    checkpoint="random", out=folder / "random", name="random", speed=config.speed, **common
+                )
+            )
+            games["random"] = random["games"]
+    return games
 
 
-def evaluate_learned(config: QuickstartConfig) -> dict[str, Any]:
-    """The learned checkpoint on the same seeds and sides as the baselines."""
+def evaluate_learned(config: QuickstartConfig, wall_minutes: float = 0.0) -> dict[str, Any]:
+    """The learned checkpoint on the same seeds and sides as the baselines, on every map (with a budget,
+    each map's games start within `wall_minutes` shared out between the maps)."""
     from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
 
-    summary = run_play_policy(
-        PlayConfig(
-            checkpoint=str(config.out / "bc" / "last.pt"),
-            out=config.out / "eval" / "learned",
-            name="learned",
-            threads=config.threads,
-            speed=config.speed,
-            **_eval_settings(config),
-            **PLAY_SETTINGS,
+    games: dict[str, Any] = {}
+    for folder, arena in _maps(config):
+        summary = run_play_policy(
+            PlayConfig(
+                checkpoint=str(config.out / "bc" / "last.pt"),
+                out=folder / "learned",
+                name="learned",
+                threads=config.threads,
+                speed=config.speed,
+                **_eval_settings(config, arena, wall_minutes / len(_maps(config))),
+                **PLAY_SETTINGS,
+            )
         )
-    )
-    return {"learned": summary["games"]}
+        games["learned" if folder == config.out / "eval" else f"{HELD_OUT} learned"] = summary["games"]
+    return games
 
 
 # --- the report ---------------------------------------------------------------------------------------
@@ -413,7 +517,15 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     pictures.mkdir(exist_ok=True)
     rows = {player: read_results(out / "eval" / player / "results.jsonl") for player in PLAYERS}
     records = {player: player_record(rows[player]) for player in PLAYERS}
+    held_out: dict[str, Any] = {}
+    if config.held_out_spec:
+        held_out = {
+            player: player_record(read_results(out / "eval" / HELD_OUT / player / "results.jsonl"))
+            for player in HELD_OUT_PLAYERS
+        }
     curves = _training_curves(out, pictures / "training.png")
+    training = state.stages.get("training", {})
+    planned = config.scaled
 
     # Where the policy wants to point, on a held-out scripted game of the evaluation.
     scripted_rows = [r for r in rows["scripted"] if r.valid]
@@ -445,8 +557,19 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
         "out": str(out),
         "arena": config.arena_spec,
         "players": records,
+        "held_out": {"arena": config.held_out_spec, "players": held_out} if held_out else {},
+        "work": {
+            "fixed": config.budget_minutes is None,
+            "budget_minutes": config.budget_minutes,
+            "train_steps": training.get("steps"),
+            "planned_steps": config.train_steps if config.budget_minutes is None else None,
+            "weights_sha256": training.get("weights_sha256"),
+            "scaled": planned if config.scale < 1 else None,
+            "games_played": {p: r["games"] + r["invalid"] for p, r in records.items()},
+            "games_planned": planned["games"],
+        },
         "training": {
-            "summary": state.stages.get("training", {}),
+            "summary": training,
             "final": curves,
         },
         "heatmap": {
@@ -480,15 +603,50 @@ def _pct(row: dict[str, Any]) -> str:
 def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]) -> str:
     """A single page that shows the numbers and pictures of the report."""
     esc = html.escape
-    rows = []
-    for player in PLAYERS:
-        r = result["players"][player]
-        setup = r["setup"]
-        rows.append(
-            f"<tr><td>{player}</td><td>{r['games']}</td><td>{r['wins']}</td><td>{r['draws']}</td>"
-            f"<td>{r['losses']}</td><td>{_pct(r['win_rate'])}</td>"
-            + "".join(f"<td>{setup[m]}</td>" for m in SETUP_STEPS)
-            + f"<td>{_pct(r['setup_rate'])}</td></tr>"
+
+    def table(players: dict[str, Any]) -> str:
+        rows = []
+        for player, r in players.items():
+            setup = r["setup"]
+            rows.append(
+                f"<tr><td>{player}</td><td>{r['games']}</td><td>{r['wins']}</td><td>{r['draws']}</td>"
+                f"<td>{r['losses']}</td><td>{_pct(r['win_rate'])}</td>"
+                + "".join(f"<td>{setup[m]}</td>" for m in SETUP_STEPS)
+                + f"<td>{_pct(r['setup_rate'])}</td></tr>"
+            )
+        return (
+            "<table><tr><th>player</th><th>games</th><th>wins</th><th>draws</th><th>losses</th>"
+            "<th>win rate [95% Wilson]</th><th>army</th><th>front</th><th>offensive</th><th>executed</th>"
+            "<th>setup complete [95%]</th></tr>" + "".join(rows) + "</table>"
+        )
+
+    work = result["work"]
+    if work["fixed"]:
+        work_line = (
+            f"The run is fixed by work: {work['train_steps']} optimizer steps and the seeds above, so the same "
+            f"command gives the same weights on any machine of this kind (weights sha256 "
+            f"<code>{esc(str(work['weights_sha256']))[:16]}</code>...); only the time varies."
+        )
+    else:
+        scaled = work["scaled"]
+        work_line = (
+            f"The run was bounded by time ({work['budget_minutes']:g} minutes): training made "
+            f"{work['train_steps']} steps in the minutes the rest left"
+            + (
+                f"; to fit, it played {scaled['demo_games']} demonstrations of at most {scaled['demo_max_days']}"
+                f" days and {scaled['games']} evaluation games of at most {scaled['max_days']} days"
+                if scaled
+                else ""
+            )
+            + ". A time-bounded run's weights depend on the machine's speed that day."
+        )
+    held = result["held_out"]
+    held_section = ""
+    if held:
+        held_section = (
+            f"<h2>On a map the demonstrations never showed: {esc(held['arena'])}</h2>"
+            f"{table(held['players'])}<p>The same seeds and sides; how much of the skill carries over to "
+            "another map.</p>"
         )
     training = result["training"]["summary"]
     heat_images = "".join(
@@ -513,16 +671,16 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:4px 8px;te
 td:first-child{{text-align:left}}img{{margin:4px;border:1px solid #ccc;max-width:100%}}</style></head><body>
 <h1>hoi4-arena quickstart</h1>
 <p>Arena <b>{esc(result["arena"])}</b>, {config.size[1]}x{config.size[0]}, speed {config.speed}.
-{config.demo_games} scripted demonstrations of at most {config.demo_max_days} days (a quick hand: {esc(_settings_text(DEMO_HAND))}); behaviour cloning for
+{(work["scaled"] or {}).get("demo_games", config.demo_games)} scripted demonstrations of at most {(work["scaled"] or {}).get("demo_max_days", config.demo_max_days)} days (a quick hand: {esc(_settings_text(DEMO_HAND))}); behaviour cloning for
 {training.get("steps", "?")} steps ({training.get("decisions_seen", "?")} decisions, {esc(_settings_text(BC_SETTINGS))});
 the learned policy plays with {esc(_settings_text(PLAY_SETTINGS))}; each player played the game's AI
-{config.games} times on the same seeds (each seed from both sides). Whole run: {result["seconds"] / 60:.1f} min.</p>
+{work["games_planned"]} times on the same seeds (each seed from both sides). Whole run: {result["seconds"] / 60:.1f} min.</p>
+<p>{work_line}</p>
 <h2>Against the game's AI</h2>
-<table><tr><th>player</th><th>games</th><th>wins</th><th>draws</th><th>losses</th><th>win rate [95% Wilson]</th>
-<th>army</th><th>front</th><th>offensive</th><th>executed</th><th>setup complete [95%]</th></tr>
-{"".join(rows)}</table>
+{table(result["players"])}
 <p>Setup columns: games in which the player formed an army, drew a front, drew an offensive and executed
 it (read from the game's ARENA log; the policy never reads it).</p>
+{held_section}
 <h2>Training</h2><img src="report/training.png">
 <h2>Where the policy wants to point</h2>{heat_line}{heat_images}
 <h2>One of its games</h2>
@@ -534,6 +692,13 @@ after {esc(str(strip.get("days", "")))} days; a frame every 2 s from the start.<
 
 
 # --- the run --------------------------------------------------------------------------------------------
+
+
+def _reserve_minutes(config: QuickstartConfig) -> float:
+    """With a budget: the minutes kept back from training for the learned policy's games and the report."""
+    scaled = config.scaled
+    per_game = config.eval_seconds_per_game * max(0.2, scaled["max_days"] / 365)
+    return scaled["games"] * len(_maps(config)) * per_game / 60 + REPORT_MINUTES
 
 
 def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
@@ -561,18 +726,23 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
                 finish(stage, record_demonstrations(config))
             elif stage == "baselines":
                 finish(stage, evaluate_baselines(config))
+            elif stage == "training" and config.budget_minutes is None:
+                stderr.print(f"  {config.train_steps} optimizer steps")
+                finish(stage, train(config))
             elif stage == "training":
                 if state.train_minutes is None:
-                    reserve = config.games * config.eval_seconds_per_game / 60 + REPORT_MINUTES
                     state.train_minutes = max(
-                        MIN_TRAIN_MINUTES, config.budget_minutes - spent() / 60 - reserve
+                        MIN_TRAIN_MINUTES, config.budget_minutes - spent() / 60 - _reserve_minutes(config)
                     )
                     state.save(config.out)
                 left = state.train_minutes - trained_minutes(config.out)
                 stderr.print(f"  training for {left:.1f} of {state.train_minutes:.1f} minutes")
                 finish(stage, train(config, left, state.train_minutes))
             else:
-                finish(stage, evaluate_learned(config))
+                wall = 0.0
+                if config.budget_minutes is not None:
+                    wall = max(0.1, config.budget_minutes - spent() / 60 - REPORT_MINUTES)
+                finish(stage, evaluate_learned(config, wall))
         stderr.print(f"[bold]{total}/{total} report[/]")
         result = report(config, state)
     finally:

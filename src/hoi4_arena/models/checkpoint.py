@@ -23,6 +23,7 @@ Try: .venv/bin/python -m pytest -q tests/models/test_checkpoint.py
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import pickle
 import subprocess
@@ -89,6 +90,18 @@ class Checkpoint:
     provenance: dict[str, Any]
     optimizer: dict[str, Any] | None
     extra: dict[str, Any]
+
+
+def weights_sha256(state: dict[str, torch.Tensor]) -> str:
+    """The sha256 of a model's weights alone (names, dtypes, shapes and bytes, in name order): the same
+    for two runs that trained the same weights, though their checkpoint files differ in when and where
+    they were written (provenance)."""
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def save_checkpoint(

@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.maps.presets import PRESETS
 from hoi4_arena.play.runner import (
     GAMES,
     GamePlan,
@@ -54,6 +53,7 @@ from hoi4_arena.play.runner import (
     check_size,
     decisions_per_day,
     game_workers,
+    map_list,
     run_games,
     side_swapped,
     slug,
@@ -61,7 +61,6 @@ from hoi4_arena.play.runner import (
 from hoi4_arena.results import GameResult
 from hoi4_arena.screen.game import GameRecord, GameSettings, TokenPlayer, TokenPolicy
 from hoi4_arena.screen.worker import Worker
-from hoi4_arena.sim.headless import arena_of
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +83,8 @@ class PlayConfig:
     games: int
     """How many games to play."""
     arena: str = "plains"
-    """Preset name, preset:seed or a map folder (a bare preset is its map of seed 0)."""
+    """Preset name, preset:seed or a map folder (a bare preset is its map of seed 0), or several of them
+    comma-separated: pairs of games cycle over them."""
     seed: int = 0
     """The first game's seed (game i plays seed + i; seed + i // 2 with --side alternate)."""
     side: str = "alternate"
@@ -121,6 +121,8 @@ class PlayConfig:
     more, and torch's spinning threads stall badly when the game shares the CPU (x11)."""
     name: str | None = None
     """The player's name in results (default: the checkpoint's folder/stem, or random)."""
+    wall_minutes: float = 0.0
+    """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -160,7 +162,8 @@ class PlayConfig:
         check_size(self.size)
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
-        arena_of(self.arena_spec)  # an unknown preset or a bad map folder fails now, with its message
+        self.maps = map_list(self.arena, bare_seed=0)  # unknown presets and bad folders fail now
+        self.map_names = map_list(self.arena, bare_seed=None)
 
     @property
     def mode(self) -> str:
@@ -170,9 +173,9 @@ class PlayConfig:
 
     @property
     def arena_spec(self) -> str:
-        """The map as both games read it: `hoi4-arena sim --preset plains --seed S` would take map seed S."""
-        name = self.arena
-        return f"{name}:0" if name in PRESETS else name
+        """The maps as both games read them (comma-separated): a bare preset is its map of seed 0, as
+        `hoi4-arena sim --preset plains --seed 0` shows it."""
+        return ",".join(self.maps)
 
     def plan(self, index: int) -> tuple[int, str]:
         """Game `index`'s seed and the side the policy plays in it."""
@@ -268,7 +271,9 @@ class _PlayRun:
 
     def plan(self, index: int) -> GamePlan:
         seed, side = self.config.plan(index)
-        return GamePlan(index, self.config.arena, self.config.arena_spec, seed, side, self.config.speed)
+        maps = self.config.maps
+        k = (index // 2 if self.config.side == "alternate" else index) % len(maps)
+        return GamePlan(index, self.config.map_names[k], maps[k], seed, side, self.config.speed)
 
     def workers(self):
         config = self.config
@@ -345,6 +350,7 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
     limits = RunLimits(
         games=config.games,
         decisions_per_game=min(per_game, config.max_decisions) if config.max_decisions else per_game,
+        wall_s=config.wall_minutes * 60,
     )
     # The checkpoint is known by its bytes (sha256): the same file by another path is the same run.
     summary = run_games(

@@ -50,6 +50,7 @@ from hoi4_arena.play.runner import (
     check_size,
     decisions_per_day,
     game_workers,
+    map_list,
     run_games,
     side_swapped,
     slug,
@@ -57,7 +58,6 @@ from hoi4_arena.play.runner import (
 from hoi4_arena.results import GameResult
 from hoi4_arena.screen.game import GameRecord, GameSettings, sampling_seed
 from hoi4_arena.screen.worker import Worker
-from hoi4_arena.sim.headless import arena_of
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,8 @@ class RecordAIConfig:
     games: int | None = None
     """How many games at most (at least one of --minutes and --games is needed)."""
     arena: str = "plains"
-    """Preset (its map of the game's seed), preset:seed, a map folder, or `all` (the presets in turn)."""
+    """Preset (its map of the game's seed), preset:seed, a map folder, `all` (the presets in turn), or
+    several of them comma-separated (e.g. plains,river:3): pairs of games cycle over them."""
     seed: int = 0
     """The first pair's seed: games 2k and 2k + 1 play seed + k, from BLU and from RED."""
     speeds: tuple[int, ...] = (5,)
@@ -109,6 +110,8 @@ class RecordAIConfig:
     (corrections: `players/handover.py`)."""
     handover: tuple[int, int] = (0, 150)
     """With --first: the decision of the handover, drawn per game uniformly from this range."""
+    wall_minutes: float = 0.0
+    """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -169,8 +172,7 @@ class RecordAIConfig:
         check_size(self.size, "e.g. 960x540, 1920x1080")
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
-        if self.arena != ALL:
-            arena_of(self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:0")
+        self.maps = map_list(self.arena, bare_seed=None)
         from hoi4_arena.players.templates import sim_rules
 
         sim_rules(self.size)  # no calibration for this size: refused now, with the command that makes it
@@ -183,14 +185,14 @@ class RecordAIConfig:
         """
         pair = index // 2
         seed, side = side_swapped(index, self.seed)
-        name = PRESETS[pair % len(PRESETS)] if self.arena == ALL else self.arena
+        name = self.maps[pair % len(self.maps)]
         spec = f"{name}:{seed}" if name in PRESETS else name
         return GamePlan(index, name, spec, seed, side, self.speeds[pair % len(self.speeds)])
 
     def settings(self) -> dict[str, Any]:
         """What decides the games: a resumed run must have the same (record-ai.json)."""
         data = asdict(self)
-        for key in ("out", "progress", "minutes", "games"):
+        for key in ("out", "progress", "minutes", "games", "wall_minutes"):
             data.pop(key)
         data["size"] = [self.size[1], self.size[0]]
         data["speeds"] = list(self.speeds)
@@ -363,6 +365,7 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
         games=config.games,
         budget_ns=None if config.minutes is None else round(config.minutes * 60e9),
         decisions_per_game=int(config.max_days * decisions_per_day(min(config.speeds))),
+        wall_s=config.wall_minutes * 60,
     )
     summary = run_games(
         _RecordRun(config, load_first(config)),

@@ -33,7 +33,7 @@ from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.tokens import DECISION_NS
 from hoi4_arena.screen.worker import Worker, WorkerError
 from hoi4_arena.sim.clock import HOURS_PER_SECOND
-from hoi4_arena.sim.headless import MIN_SIZE
+from hoi4_arena.sim.headless import MIN_SIZE, arena_of
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,25 @@ def check_size(size: tuple[int, int], hint: str = "e.g. 960x540, 640x360") -> No
         raise UserError(
             f"--size {width}x{height} must be 16:9 and within {MIN_SIZE[1]}x{MIN_SIZE[0]}..7680x4320 ({hint})"
         )
+
+
+def map_list(text: str, *, bare_seed: int | None) -> list[str]:
+    """The maps of a run from `--arena`: comma-separated presets, preset:seed or map folders, or `all` (the
+    seven presets). A bare preset becomes its map of `bare_seed`, or stays bare with None (each game's seed
+    then picks the map). Unknown presets and bad folders are refused with their message."""
+    from hoi4_arena.maps.presets import PRESETS
+
+    names = list(PRESETS) if text == "all" else [part.strip() for part in str(text).split(",")]
+    if not names or any(not name for name in names):
+        raise UserError(
+            f"--arena needs one or more maps, comma-separated (e.g. plains or plains,river:3), not {text!r}"
+        )
+    out = []
+    for name in names:
+        bare = name in PRESETS
+        arena_of(f"{name}:0" if bare else name)  # refused now, with its message
+        out.append(f"{name}:{bare_seed}" if bare and bare_seed is not None else name)
+    return out
 
 
 @dataclass(frozen=True)
@@ -164,6 +183,9 @@ class RunLimits:
     """Play time on the games' clocks for the whole run (the game that runs it out is cut, invalid)."""
     decisions_per_game: int = 0
     """A guess of one game's decisions, for the progress bar (0: none)."""
+    wall_s: float = 0.0
+    """Start no game after this many wall-clock seconds of the run (0: no limit): a guard a user chooses,
+    never part of a recipe (on a slower day it plays fewer games)."""
 
 
 def slug(text: str, fallback: str = "policy") -> str:
@@ -196,13 +218,16 @@ def run_games(
     started = time.perf_counter()
     decisions_now = games_now = 0
     play_ns_now = 0
-    interrupted = False
+    interrupted = stopped_by_wall = False
     with _Progress(run.name, limits, skipped, progress) as bar, run.workers() as open_worker:
         for index in range(limit):
             if index in done:
                 continue
             left = None if limits.budget_ns is None else limits.budget_ns - spent_ns
             if left is not None and left <= 0:
+                break
+            if limits.wall_s and time.perf_counter() - started >= limits.wall_s:
+                stopped_by_wall = True
                 break
             plan = run.plan(index)
             session_id = run.session_id(plan)
@@ -253,6 +278,7 @@ def run_games(
         "results": str(results_path),
         "skipped": skipped,
         "interrupted": interrupted,
+        "stopped_by_wall_clock": stopped_by_wall,
         **summarize(rows, seconds, decisions_now, games_now, play_ns_now / 1e9),
     }
 

@@ -16,7 +16,9 @@ end of each epoch (held-out metrics, checkpoints). The pieces:
   with `look_before_click` -- not a decision that presses after a move. Masked, never relabelled.
   `lr_decay_minutes` cosine-decays the learning rate to 0 over that much training time (the run's
   accumulated train_seconds, so a resumed run goes on along the same curve; the rate then depends on
-  the machine's speed, as a --max-minutes run's length does). `init` starts the weights from a
+  the machine's speed, as a --max-minutes run's length does); `lr_decay_steps` does the same over
+  optimizer steps, which a machine's speed cannot change (with --max-steps, the same run on any
+  machine of the same kind gives the same weights). `init` starts the weights from a
   checkpoint of the same architecture (a second round of training on more data, e.g. corrections); the
   optimizer starts afresh. `pointer_sigma` scores moves against a Gaussian blob
   (models/pointer_target.py). `aim_weight` multiplies the pointer terms of aim moves (`aim_moves`: the
@@ -54,7 +56,7 @@ from hoi4_arena.data.loader import Batch, DataPosition, DataSettings, WindowLoad
 from hoi4_arena.data.shuffle import sample_refs
 from hoi4_arena.data.sources import DataSet, SessionSource, find_sessions
 from hoi4_arena.errors import UserError
-from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint
+from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
 from hoi4_arena.models.policy import Observation, Policy, PolicyOutput, PolicyState
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
 from hoi4_arena.terminal import progress_bar
@@ -449,6 +451,9 @@ def train_bc(
                     trained_s = progress["train_seconds"] + time.monotonic() - tick
                     for group in optimizer.param_groups:
                         group["lr"] = decayed_lr(config.lr, trained_s / (config.lr_decay_minutes * 60))
+                elif config.lr_decay_steps:
+                    for group in optimizer.param_groups:
+                        group["lr"] = decayed_lr(config.lr, progress["step"] / config.lr_decay_steps)
                 if counted > 0:  # a batch of bursts only teaches nothing; skip its update
                     loss.backward()
                     if config.grad_clip:
@@ -551,6 +556,7 @@ def train_bc(
         "train": train_now,
         "held_out": held_out,
         "checkpoint": str(out / LAST),
+        "weights_sha256": weights_sha256(policy.state_dict()),
         "progress": str(out / PROGRESS),
         "config": str(out / CONFIG),
         "sessions": {"train": len(data.train), "val": len(data.val), "skipped": data.skipped},

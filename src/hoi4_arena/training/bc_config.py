@@ -61,6 +61,9 @@ class BCConfig:
     lr_decay_minutes: float = 0.0
     """Cosine-decay the learning rate to 0 over this many minutes of training, counted across resumes
     (0: constant). Give it the run's planned length, e.g. its --max-minutes."""
+    lr_decay_steps: int = 0
+    """Cosine-decay the learning rate to 0 over this many optimizer steps (0: constant). Give it the run's
+    --max-steps: unlike --lr-decay-minutes the schedule, and so the weights, do not depend on the machine."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     grad_clip: float = 1.0
@@ -106,7 +109,16 @@ class BCConfig:
         for name in positive:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise UserError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
-        for name in ("lead_in", "workers", "max_steps", "chunk", "threads", "freeze_blocks", "val_windows"):
+        for name in (
+            "lead_in",
+            "workers",
+            "max_steps",
+            "chunk",
+            "threads",
+            "freeze_blocks",
+            "val_windows",
+            "lr_decay_steps",
+        ):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise UserError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
         for name in (
@@ -125,6 +137,8 @@ class BCConfig:
             raise UserError(f"hold_gb must be a finite number >= 0, got {self.hold_gb!r}")
         if not (isinstance(self.idle_windows, int | float) and 0 <= self.idle_windows <= 1):
             raise UserError(f"idle_windows must lie in 0..1, got {self.idle_windows!r}")
+        if self.lr_decay_steps and self.lr_decay_minutes:
+            raise UserError("give --lr-decay-steps or --lr-decay-minutes, not both")
         if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and self.lr > 0):
             raise UserError(f"lr must be a positive number, got {self.lr!r}")
         if self.device != "auto" and self.device != "cpu" and not self.device.startswith("cuda"):
