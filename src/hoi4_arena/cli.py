@@ -61,10 +61,28 @@ def quickstart(
     out: Annotated[
         Path, typer.Argument(help="Folder for everything the run makes; running again resumes.")
     ] = Path("demo"),
+    train_steps: Annotated[
+        int,
+        typer.Option(
+            help="Optimizer steps of behaviour cloning: with the seeds, the work that fixes the policy."
+        ),
+    ] = 3000,
     budget_minutes: Annotated[
-        float, typer.Option(help="Wall-clock minutes for the whole run; training gets what the rest leaves.")
-    ] = 20.0,
-    arena: Annotated[str, typer.Option(help="Arena preset (its map of seed 0) or preset:seed.")] = "plains",
+        float | None,
+        typer.Option(
+            help="Bound the whole run by wall-clock minutes instead (>= 2): the games scale down, training "
+            "gets what the rest leaves. Left out: fixed work (--train-steps)."
+        ),
+    ] = None,
+    arena: Annotated[
+        str, typer.Option(help="Training map(s): presets (map seed 0) or preset:seed, comma-separated.")
+    ] = "plains",
+    held_out: Annotated[
+        str,
+        typer.Option(
+            help="A map the demonstrations never show, also played by learned and scripted (none: skip)."
+        ),
+    ] = "river:7",
     games: Annotated[int, typer.Option(help="Evaluation games per player (learned, scripted, random).")] = 20,
     demo_games: Annotated[int, typer.Option(help="Scripted games recorded as demonstrations.")] = 96,
     demo_max_days: Annotated[
@@ -83,15 +101,18 @@ def quickstart(
         typer.Option(help="Background processes decoding the demonstrations into memory before training."),
     ] = 2,
 ) -> None:
-    """From nothing to a learned agent: record scripted games, train, play the AI, report."""
+    """From nothing to a learned agent: record scripted games, train, play the AI, report (fixed work: the
+    same weights and records on any machine of this kind)."""
     from hoi4_arena.quickstart import QuickstartConfig, run_quickstart
     from hoi4_arena.sim.window import parse_size
     from hoi4_arena.terminal import print_json
 
     config = QuickstartConfig(
         out=out,
+        train_steps=train_steps,
         budget_minutes=budget_minutes,
         arena=arena,
+        held_out=held_out,
         games=games,
         demo_games=demo_games,
         demo_max_days=demo_max_days,
