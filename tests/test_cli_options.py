@@ -133,7 +133,7 @@ def test_help_shows_docstrings_flags_and_defaults_as_typed() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--size", "640by360"], "--size takes WIDTHxHEIGHT"),
+        (["--size", "640by360"], "--size must look like 1920x1080"),
         (["--think", "soon"], "--think takes LOW-HIGH such as 0.1-0.4"),
         (["--speeds", "3,fast"], "--speeds takes a comma-separated list"),
         (["--policy", "width"], "--policy takes KEY=VALUE"),

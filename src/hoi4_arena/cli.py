@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from hoi4_arena import __version__
+from hoi4_arena.cli_options import KEY_VALUES, SIZE, Opt, from_config, given_on_command_line, value_list
 from hoi4_arena.errors import UserError
 
 app = typer.Typer(
@@ -338,97 +339,29 @@ def record_command(
 
 # --- screen: the X11 game's capture and probe ---------------------------------------------------
 
-# --- screen: --game sim for capture and probe ---
-_SIM_ARENA = typer.Option("--arena", help="--game sim: preset, preset:seed or map folder (default plains).")
-_SIM_SEED = typer.Option("--seed", help="--game sim: the game's seed (default 0).")
-_SIM_SIZE = typer.Option("--size", help="--game sim: screen size such as 960x540 (default).")
+# The two commands' settings are screen/probe_config.py's (numpy-free: --help stays cheap).
+from hoi4_arena.screen.probe_config import CaptureConfig, ProbeConfig  # noqa: E402
 
-
-def _sim_options(game: str, arena: str | None, seed: int | None, size: str | None) -> dict:
-    """The SimWorker keywords of --arena, --seed and --size, which only --game sim takes."""
-    given = {"--arena": arena, "--seed": seed, "--size": size}
-    if game != "sim":
-        extra = [name for name, value in given.items() if value is not None]
-        if extra:
-            raise UserError(f"{', '.join(extra)}: only for --game sim, not --game {game}")
-        return {}
-    from hoi4_arena.sim.window import parse_size
-
-    return {
-        "arena": arena or "plains",
-        "seed": 0 if seed is None else seed,
-        "size": list(parse_size(size or "960x540")),
-    }
+_WORKER_OPTIONS = {"size": Opt(convert=SIZE)}
 
 
 @app.command("capture", rich_help_panel="Screen and workers")
-def capture_command(
-    out: Annotated[Path, typer.Argument(help="PNG file for the full frame, the cursor drawn in.")],
-    views: Annotated[
-        Path | None, typer.Option("--views", help="Folder for the views as PNGs (global, quadrants, fovea).")
-    ] = None,
-    game: Annotated[
-        str,
-        typer.Option(
-            "--game", help="Which game's worker: x11 (a window on an X display) or sim (a new headless game)."
-        ),
-    ] = "x11",
-    window: Annotated[
-        str | None,
-        typer.Option("--window", help="Window name or class, or a process id (default: Hearts of Iron IV)."),
-    ] = None,
-    display: Annotated[
-        str | None, typer.Option("--display", help="X display such as :0 (default: $DISPLAY).")
-    ] = None,
-    layout: Annotated[str, typer.Option("--layout", help="View layout: full or cpu.")] = "full",
-    arena: Annotated[str | None, _SIM_ARENA] = None,
-    seed: Annotated[int | None, _SIM_SEED] = None,
-    size: Annotated[str | None, _SIM_SIZE] = None,
-) -> None:
+@from_config(CaptureConfig, arguments=("out",), options={**_WORKER_OPTIONS, "views_dir": Opt(flag="--views")})
+def capture_command(config: CaptureConfig) -> None:
     """Save a frame of the current game and its views as PNGs."""
-    from hoi4_arena.screen.probe import CaptureConfig, run_capture
+    from hoi4_arena.screen.probe import run_capture
     from hoi4_arena.terminal import print_json
 
-    sim = _sim_options(game, arena, seed, size)
-    config = CaptureConfig(
-        out=out, views_dir=views, game=game, window=window, display=display, layout=layout, sim=sim
-    )
     print_json(run_capture(config))
 
 
 @app.command("probe", rich_help_panel="Screen and workers")
-def probe_command(
-    game: Annotated[
-        str,
-        typer.Option(
-            "--game", help="Which game's worker: x11 (a window on an X display) or sim (a new headless game)."
-        ),
-    ] = "x11",
-    window: Annotated[
-        str | None,
-        typer.Option("--window", help="Window name or class, or a process id (default: Hearts of Iron IV)."),
-    ] = None,
-    display: Annotated[
-        str | None, typer.Option("--display", help="X display such as :0 (default: $DISPLAY).")
-    ] = None,
-    layout: Annotated[str, typer.Option("--layout", help="View layout: full or cpu.")] = "full",
-    captures: Annotated[int, typer.Option("--captures", help="How many captures to time.")] = 20,
-    apply: Annotated[
-        bool,
-        typer.Option("--apply/--no-apply", help="Time applies too (a move to where the pointer already is)."),
-    ] = True,
-    arena: Annotated[str | None, _SIM_ARENA] = None,
-    seed: Annotated[int | None, _SIM_SEED] = None,
-    size: Annotated[str | None, _SIM_SIZE] = None,
-) -> None:
+@from_config(ProbeConfig, options=_WORKER_OPTIONS)
+def probe_command(config: ProbeConfig) -> None:
     """What the worker sees: window, size, focus, safety state, capture and apply timings."""
-    from hoi4_arena.screen.probe import ProbeConfig, run_probe
+    from hoi4_arena.screen.probe import run_probe
     from hoi4_arena.terminal import print_json
 
-    sim = _sim_options(game, arena, seed, size)
-    config = ProbeConfig(
-        game=game, window=window, display=display, layout=layout, captures=captures, apply=apply, sim=sim
-    )
     print_json(run_probe(config))
 
 
@@ -676,8 +609,7 @@ def sim_command(
 
 # --- behaviour cloning: train-bc, heatmap -------------------------------------------------------
 
-# Each command's options come from its config's fields (cli_options); the configs are torch-free modules.
-from hoi4_arena.cli_options import KEY_VALUES, Opt, from_config, given_on_command_line, value_list  # noqa: E402
+# train-bc's options are BCConfig's fields (a torch-free module: --help stays cheap).
 from hoi4_arena.training.bc_config import BCConfig  # noqa: E402
 
 

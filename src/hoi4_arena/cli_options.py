@@ -80,7 +80,7 @@ class Converter:
 def _parse_size(text: str, option: str) -> tuple[int, int]:
     width, sep, height = text.strip().lower().partition("x")
     if not sep or not width.isdigit() or not height.isdigit():
-        raise UserError(f"{option} takes WIDTHxHEIGHT such as 1920x1080, not {text!r}")
+        raise UserError(f"{option} must look like 1920x1080 (WIDTHxHEIGHT), not {text!r}")
     return int(height), int(width)
 
 

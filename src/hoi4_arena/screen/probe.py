@@ -1,7 +1,8 @@
 """What the `capture` and `probe` commands do: look at the current game through its worker.
 
 `open_worker` is the one place a command turns `--game`, `--window` and `--display` into a `Worker`;
-`--game sim` opens the simulator's headless worker on a new game (`--arena`, `--seed`, `--size`). `run_capture` saves a
+`--game sim` opens the simulator's headless worker on a new game (`--arena`, `--seed`, `--size`); the
+settings are `screen/probe_config.py`'s. `run_capture` saves a
 frame (the cursor drawn in) and its views as PNGs; `run_probe` reports what the worker sees: the
 window, its size and focus, the safety state, and how long captures and applies take.
 
@@ -16,7 +17,6 @@ Try: hoi4-arena probe --window "Hearts of Iron IV"
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +24,9 @@ import numpy as np
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.screen.probe_config import GAMES, CaptureConfig, ProbeConfig
 from hoi4_arena.screen.views import QUADRANT_NAMES
 from hoi4_arena.screen.worker import CaptureRequest, Worker, WorkerError
-
-GAMES = ("x11", "sim")
 
 
 def parse_window(text: str | None) -> str | int:
@@ -69,32 +68,6 @@ def open_worker(
     raise UserError(f"unknown game {game!r}; known games: {', '.join(GAMES)}")
 
 
-@dataclass
-class CaptureConfig:
-    """Settings of `hoi4-arena capture`."""
-
-    out: Path
-    """PNG file for the full frame, the cursor drawn in."""
-    views_dir: Path | None = None
-    """Folder for the views as PNGs (global, the four quadrants, fovea)."""
-    game: str = "x11"
-    """Which game's worker: x11 (a window on an X display) or sim (a new headless simulator game)."""
-    window: str | None = None
-    """Window name or class, or a process id (default: Hearts of Iron IV)."""
-    display: str | None = None
-    """X display such as :0 (default: $DISPLAY)."""
-    layout: str = "full"
-    """View layout: full or cpu."""
-    sim: dict = field(default_factory=dict)
-    """SimWorker keywords for --game sim: arena, seed, size (height, width)."""
-
-    def __post_init__(self) -> None:
-        if self.out.suffix.lower() != ".png":
-            raise UserError(f"the frame is written as PNG: {self.out} should end in .png")
-        if self.views_dir is not None and self.views_dir.exists() and not self.views_dir.is_dir():
-            raise UserError(f"--views {self.views_dir} exists and is not a folder")
-
-
 def run_capture(config: CaptureConfig) -> dict:
     """Grab one frame and its views from the current game and write them as PNGs."""
     from PIL import Image
@@ -130,30 +103,6 @@ def run_capture(config: CaptureConfig) -> dict:
         "views": written,
         "window": info.get("window"),
     }
-
-
-@dataclass
-class ProbeConfig:
-    """Settings of `hoi4-arena probe`."""
-
-    game: str = "x11"
-    """Which game's worker: x11 (a window on an X display) or sim (a new headless simulator game)."""
-    window: str | None = None
-    """Window name or class, or a process id (default: Hearts of Iron IV)."""
-    display: str | None = None
-    """X display such as :0 (default: $DISPLAY)."""
-    layout: str = "full"
-    """View layout: full or cpu."""
-    sim: dict = field(default_factory=dict)
-    """SimWorker keywords for --game sim: arena, seed, size (height, width)."""
-    captures: int = 20
-    """How many captures to time."""
-    apply: bool = True
-    """Time applies too (a move to where the pointer already is), when the game has focus."""
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.captures <= 10_000:
-            raise UserError(f"--captures must be between 1 and 10000, not {self.captures}")
 
 
 def percentiles(values_ms: list[float]) -> dict:
