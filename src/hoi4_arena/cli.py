@@ -160,72 +160,16 @@ def win_rate_command(
             stderr.print(f"plot: {plot_path}")
 
 
+from hoi4_arena.play.evaluate import EvaluateConfig  # noqa: E402 -- numpy-free until it runs
+
+
 @app.command("evaluate", rich_help_panel="Play and evaluate")
-def evaluate_command(
-    a: Annotated[str, typer.Argument(help="Player A: a policy checkpoint, random, or scripted.")],
-    b: Annotated[str, typer.Argument(help="Player B: a policy checkpoint, random, or scripted.")],
-    out: Annotated[Path, typer.Argument(help="Folder for both players' games and evaluate.json; resumes.")],
-    pairs: Annotated[int, typer.Option("--pairs", help="Seeds, each played from both sides by each player.")],
-    arena: Annotated[
-        str, typer.Option("--arena", help="Preset, preset:seed or map folder (a bare preset: map seed 0).")
-    ] = "plains",
-    seed: Annotated[int, typer.Option("--seed", help="The first seed: pair k plays seed+k.")] = 0,
-    size: Annotated[str, typer.Option("--size", help="The game's screen, WIDTHxHEIGHT, 16:9.")] = "960x540",
-    speed: Annotated[int, typer.Option("--speed", help="Game speed 1..5 of the matches.")] = 5,
-    max_days: Annotated[
-        int, typer.Option("--max-days", help="Each game's time limit in days (a draw when reached).")
-    ] = 365,
-    ai_strength: Annotated[float, typer.Option("--ai-strength", help="The game's AI strength, 0..1.")] = 0.5,
-    game: Annotated[
-        str, typer.Option("--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb).")
-    ] = "sim",
-    point: Annotated[
-        bool, typer.Option("--point", help="Checkpoints: each move on its likeliest spot.")
-    ] = False,
-    deterministic: Annotated[
-        bool, typer.Option("--deterministic", help="Checkpoints: likeliest kind and spot.")
-    ] = False,
-    temperature: Annotated[
-        float, typer.Option("--temperature", help="Checkpoints: sampling temperature.")
-    ] = 1.0,
-    reset_memory: Annotated[
-        int, typer.Option("--reset-memory", help="Checkpoints: fresh memory every N decisions (0: never).")
-    ] = 0,
-    follow_through: Annotated[
-        bool, typer.Option("--follow-through", help="Checkpoints, with --point: complete acting decisions.")
-    ] = False,
-    no_record: Annotated[
-        bool, typer.Option("--no-record", help="No sessions for checkpoints and random (scripted records).")
-    ] = False,
-    name_a: Annotated[str | None, typer.Option("--name-a", help="A's name and folder.")] = None,
-    name_b: Annotated[str | None, typer.Option("--name-b", help="B's name and folder.")] = None,
-) -> None:
+@from_config(EvaluateConfig, arguments=("a", "b", "out"), options={"size": Opt(convert=SIZE)}, skip=("progress",))
+def evaluate_command(config: EvaluateConfig) -> None:
     """Two players play the game's AI on the same seeds from both sides; a paired comparison with p-value."""
-    from hoi4_arena.play.evaluate import EvaluateConfig, run_evaluate
-    from hoi4_arena.sim.window import parse_size
+    from hoi4_arena.play.evaluate import run_evaluate
     from hoi4_arena.terminal import print_json
 
-    config = EvaluateConfig(
-        a=a,
-        b=b,
-        out=out,
-        pairs=pairs,
-        arena=arena,
-        seed=seed,
-        size=parse_size(size),
-        speed=speed,
-        max_days=max_days,
-        ai_strength=ai_strength,
-        game=game,
-        point=point,
-        deterministic=deterministic,
-        temperature=temperature,
-        reset_memory=reset_memory,
-        follow_through=follow_through,
-        record=not no_record,
-        name_a=name_a,
-        name_b=name_b,
-    )
     report = run_evaluate(config)
     print_json(report)
     if report["interrupted"]:

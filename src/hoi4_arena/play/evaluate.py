@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.maps.presets import PRESETS
 from hoi4_arena.results import open_run, read_results
 
 SETTINGS = "evaluate.json"
@@ -121,6 +120,8 @@ class EvaluateConfig:
 
     @property
     def arena_spec(self) -> str:
+        from hoi4_arena.maps.presets import PRESETS  # here: the maps package imports numpy, the CLI must not
+
         return f"{self.arena}:0" if self.arena in PRESETS else self.arena
 
     def folder(self, which: int) -> Path:
