@@ -3,7 +3,9 @@
 It drives `SessionWriter` the way a recorder drives it from a worker: a frame (a moving pattern), then
 the input events that happened since the previous frame, then any ARENA log lines, at a steady rate.
 It prints "recording" once the first frame is written and then runs until it is killed (or, so that a
-crashed test leaves no orphan behind, gives up after a minute without closing the session).
+crashed test leaves no orphan behind, gives up after a minute without closing the session). With
+`--offline` it writes as fast as it can with `realtime=False` (a driver on a virtual clock, such as
+record-ai) and prints "frame N" after each `add_frame` returns, so a test knows what it had written.
 
 Try: python tests/sessions/killable_recorder.py /tmp/s1 --codec ffv1 --hz 30   (Ctrl+C ends it)
 """
@@ -67,6 +69,7 @@ def main() -> None:
     parser.add_argument("--hz", type=float, default=30.0)
     parser.add_argument("--size", default="320x180")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--offline", action="store_true", help="realtime=False, no pacing, 'frame N' lines")
     parser.add_argument("--views", default="", help="view layouts whose views are stored, e.g. cpu")
     parser.add_argument(
         "--give-up",
@@ -86,7 +89,8 @@ def main() -> None:
         codec=args.codec,
         id=f"kill-{args.seed}",
     )
-    writer = SessionWriter(args.folder, manifest, views=tuple(filter(None, args.views.split(","))))
+    views = tuple(filter(None, args.views.split(",")))
+    writer = SessionWriter(args.folder, manifest, views=views, realtime=not args.offline)
     period = round(1e9 / args.hz)
     start = time.monotonic_ns()
     previous = start - period
@@ -94,9 +98,9 @@ def main() -> None:
     while time.monotonic_ns() - start < args.give_up * 1e9:
         target = start + index * period
         delay = (target - time.monotonic_ns()) / 1e9
-        if delay > 0:
+        if delay > 0 and not args.offline:
             time.sleep(delay)
-        now = time.monotonic_ns()
+        now = max(time.monotonic_ns(), previous + 1)
         # Frame i of the video is always pattern(i), even if a frame is dropped.
         written = writer.add_frame(pattern(writer.frames, size), now, pointer_at(writer.frames, size), True)
         if index > 0:  # a recorder drains and discards input from before its first frame
@@ -105,6 +109,8 @@ def main() -> None:
             writer.add_log_lines([f"ARENA draw date=1936.01.01.00 h={written} reason=test"], written)
         if index == 0:
             print("recording", flush=True)
+        if args.offline:
+            print(f"frame {written}", flush=True)
         previous = now
         index += 1
 

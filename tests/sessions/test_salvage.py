@@ -25,10 +25,11 @@ RECORDER = Path(__file__).with_name("killable_recorder.py")
 
 
 def start_recorder(
-    folder: Path, codec: str = "ffv1", size: str = "320x180", seed: int = 0
+    folder: Path, codec: str = "ffv1", size: str = "320x180", seed: int = 0, extra: tuple[str, ...] = ()
 ) -> subprocess.Popen:
     process = subprocess.Popen(
-        [sys.executable, str(RECORDER), str(folder), "--codec", codec, "--size", size, "--seed", str(seed)],
+        [sys.executable, str(RECORDER), str(folder), "--codec", codec, "--size", size, "--seed", str(seed)]
+        + list(extra),
         stdout=subprocess.PIPE,
     )
     assert process.stdout.readline().strip() == b"recording"
@@ -80,6 +81,7 @@ def test_a_killed_recording_is_salvaged_up_to_the_last_frame_its_video_holds(
     kept = before["video_frames"]
     assert result["changed"] and result["frames"] == kept
     assert result["cut"]["frames"] == len(before["frames"]) - kept
+    assert result["cut"]["frames"] <= 1  # at most the newest frame, the packet the muxer held
 
     reader = SessionReader(folder)
     assert reader.manifest.complete and reader.manifest.frames == kept
@@ -192,6 +194,10 @@ def test_undo_needs_a_salvage(killed: Path) -> None:
 def test_a_recording_killed_before_its_first_frame_reached_the_video(tmp_path: Path) -> None:
     folder = tmp_path / "early"
     process = start_recorder(folder)
+    # A frame's line is written once its packet is in the muxer, which holds it: wait for the line.
+    deadline = time.monotonic() + 20
+    while not (folder / "frames.jsonl").stat().st_size and time.monotonic() < deadline:
+        time.sleep(0.005)
     process.send_signal(signal.SIGKILL)
     process.wait()
     process.stdout.close()
@@ -230,3 +236,43 @@ def test_decoding_stops_cleanly_where_the_kill_cut_the_video(killed: Path) -> No
     assert len(frames) == count_decodable(killed / "screen.mkv") > 0
     for index, image in enumerate(frames):
         assert np.array_equal(image, pattern(index, (180, 320)))
+
+
+@pytest.mark.parametrize(
+    ("codec", "size", "seed"), [("x264", "320x180", 10), ("x264", "960x540", 11), ("ffv1", "320x180", 12)]
+)
+def test_a_kill_at_a_random_moment_loses_at_most_the_newest_frame(
+    tmp_path: Path, codec: str, size: str, seed: int
+) -> None:
+    """A driver on a virtual clock (realtime=False) writes as fast as the encoder goes: the encoder is
+    always busy, the case where a queue of frames used to die with the process."""
+    folder = tmp_path / "s"
+    process = start_recorder(folder, codec, size, seed, extra=("--offline",))
+    time.sleep(float(np.random.default_rng(seed).uniform(0.2, 1.2)))
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    printed = process.stdout.read().decode().split("\n")
+    process.stdout.close()
+    written = max(int(line.split()[1]) for line in printed if line.startswith("frame "))
+    before = left_behind(folder)
+    # add_frame had returned for frames 0..written: all but the newest are in the file.
+    assert before["video_frames"] >= written > 5
+    assert 0 <= len(before["frames"]) - before["video_frames"] <= 1
+    result = salvage(folder)
+    assert result["frames"] == before["video_frames"] and result["cut"]["frames"] <= 1
+    assert check_session(folder)["verdict"] == "ok"
+
+
+def test_a_kill_behind_a_busy_realtime_encoder_cuts_at_most_one_frame(tmp_path: Path) -> None:
+    """1080p at 30 Hz outruns x264 on a small machine: frames queue (or drop). The ones still queued
+    die with the process, but frames.jsonl never names one, so salvage cuts at most the newest."""
+    folder = tmp_path / "s"
+    process = start_recorder(folder, "x264", "1920x1080", 5, extra=("--hz", "30"))
+    time.sleep(1.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    process.stdout.close()
+    before = left_behind(folder)
+    assert before["video_frames"] > 0
+    assert 0 <= len(before["frames"]) - before["video_frames"] <= 1
+    assert salvage(folder)["cut"]["frames"] <= 1

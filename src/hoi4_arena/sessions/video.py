@@ -1,9 +1,11 @@
 """The session video: frames encoded to Matroska on a background thread, and read back.
 
 Matroska with one cluster per packet and every packet flushed to the OS means a recorder killed at any
-moment leaves a file whose prefix decodes: everything but the packet the muxer still held (one frame)
-and the frames still queued for the encoder. The encoder runs without B-frames or lookahead, so each
-frame becomes a packet at once. Frame i has pts i at the nominal rate; the real capture times live in
+moment leaves a file whose prefix decodes: everything but the packet the muxer still held (the newest
+frame: a cluster is written when the next packet starts a new one) and the frames still queued for the
+encoder. The encoder runs without B-frames or lookahead (x264 `tune=zerolatency`, NVENC `bf=0` and
+`zerolatency`), so each frame becomes a packet at once; `on_encoded` tells the caller when a frame's
+packet is in the muxer. Frame i has pts i at the nominal rate; the real capture times live in
 frames.jsonl, never in the video's rate.
 
 Codecs: x264 CRF 18 in 4:4:4 full range (default), ffv1 (lossless, bgr0), and NVENC (h264_nvenc,
@@ -17,7 +19,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -72,10 +74,19 @@ class VideoEncoder:
     """Encodes (H, W, 3) uint8 RGB frames into a Matroska file on its own thread.
 
     One producer calls `has_room` then `submit` (so a frame is only committed when it will be encoded),
-    and `close` at the end. An error on the encoding thread is raised by the next `submit` or `close`.
+    and `close` at the end. An error on the encoding thread is raised by the next `submit` or close.
+    `on_encoded(index, note)` runs on the encoding thread once frame `index`'s packets are in the muxer
+    (with the `note` its `submit` carried); `wait_encoded(index)` waits for that moment.
     """
 
-    def __init__(self, path: Path, size: tuple[int, int], hz: float, config: VideoConfig) -> None:
+    def __init__(
+        self,
+        path: Path,
+        size: tuple[int, int],
+        hz: float,
+        config: VideoConfig,
+        on_encoded: Callable[[int, Any], None] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.size = size
         self.config = config
@@ -88,9 +99,13 @@ class VideoEncoder:
             self._container.close()
             self.path.unlink(missing_ok=True)
             raise
-        self._queue: queue.Queue[tuple[int, np.ndarray] | None] = queue.Queue(maxsize=config.queue_frames)
+        self._queue: queue.Queue[tuple[int, np.ndarray, Any] | None] = queue.Queue(
+            maxsize=config.queue_frames
+        )
         self._error: BaseException | None = None
         self._closed = False
+        self._on_encoded = on_encoded
+        self._done = threading.Condition()
         self.encoded = 0
         self.packets = 0
         self._thread = threading.Thread(
@@ -119,7 +134,7 @@ class VideoEncoder:
         self._raise_error()
         return not self._queue.full()
 
-    def submit(self, frame: np.ndarray, index: int, wait: bool = False) -> None:
+    def submit(self, frame: np.ndarray, index: int, wait: bool = False, note: Any = None) -> None:
         """Queue `frame` as video frame `index`: after `has_room()` said True, or `wait` for room.
 
         Waiting never hangs on a dead encoder: its error is raised instead.
@@ -129,11 +144,20 @@ class VideoEncoder:
             if not self._thread.is_alive():
                 raise RuntimeError(f"{self.path}: the encoder thread has stopped")
             try:
-                self._queue.put((index, frame), block=wait, timeout=0.25 if wait else None)
+                self._queue.put((index, frame, note), block=wait, timeout=0.25 if wait else None)
                 return
             except queue.Full:
                 if not wait:
                     raise
+
+    def wait_encoded(self, index: int) -> None:
+        """Wait until frame `index` is encoded and its packet muxed (its error raised, if it failed)."""
+        with self._done:
+            while self.encoded <= index:
+                self._raise_error()
+                if not self._thread.is_alive():
+                    raise RuntimeError(f"{self.path}: the encoder thread has stopped")
+                self._done.wait(0.25)
 
     def close(self) -> dict[str, int]:
         """Encode what is queued, flush the encoder, finish the file; returns counts."""
@@ -164,7 +188,7 @@ class VideoEncoder:
                 item = self._queue.get()
                 if item is None:
                     break
-                index, frame = item
+                index, frame, note = item
                 video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
                 if self.config.codec == "ffv1":
                     video_frame = video_frame.reformat(format="bgr0")
@@ -177,10 +201,17 @@ class VideoEncoder:
                     )
                 video_frame.pts = index
                 self._mux(self._stream.encode(video_frame))
-                self.encoded += 1
+                if self._on_encoded is not None:
+                    self._on_encoded(index, note)
+                with self._done:
+                    self.encoded += 1
+                    self._done.notify_all()
             self._mux(self._stream.encode(None))
         except BaseException as error:  # noqa: BLE001 -- handed to the producer thread
             self._error = error
+        finally:
+            with self._done:
+                self._done.notify_all()
 
     def _mux(self, packets: list[av.Packet]) -> None:
         for packet in packets:

@@ -18,7 +18,15 @@ Every JSON line is flushed as it is written and the video is flushed packet by p
 killed at any moment leaves a session that `salvage` completes. Encoding runs on a background thread
 behind a bounded queue: in realtime mode (the default) `add_frame` never waits for it, and a frame
 that finds the queue full is dropped (neither in the video nor in frames.jsonl) and counted in the
-manifest's `dropped_frames`; with `realtime=False` (the simulator's virtual clock) it waits instead.
+manifest's `dropped_frames`; with `realtime=False` (the simulator's virtual clock) it waits instead,
+until the frame is encoded.
+
+What a SIGKILL loses: a frame's frames.jsonl line is written once its packet is in the muxer, which
+holds the newest packet until the next one arrives, so frames.jsonl is at most one frame ahead of the
+video and never behind it (salvage cuts at most that frame). With `realtime=False`, `add_frame` returns
+only when its frame is in the muxer: a kill loses at most the newest frame. In realtime mode it also
+loses the frames still queued behind a busy encoder (none while the encoder keeps up; at most
+`VideoConfig.queue_frames`), and those have no line.
 
 Try: python -m pytest tests/sessions/test_session_writer.py -q
 """
@@ -104,7 +112,9 @@ class SessionWriter:
         self._views: list[stored_views.ViewsWriter] = []
         try:
             self.lock = acquire_lock(self.folder)
-            self._encoder = VideoEncoder(self.folder / VIDEO, self._size, self.manifest.hz, video)
+            self._encoder = VideoEncoder(
+                self.folder / VIDEO, self._size, self.manifest.hz, video, on_encoded=self._frame_encoded
+            )
             self.manifest.video = self._encoder.settings
             self._write_manifest()
             self._frames_file = self._open(FRAMES)
@@ -194,15 +204,22 @@ class SessionWriter:
             # files lack (salvage only cuts them).
             for store in self._views:
                 store.add(index, stored_views.views_of(store.layout, frame, (x, y), views))
-            # The line goes out before the frame is queued: the video never holds a frame the
-            # frame log lacks, so salvage only ever cuts frames.jsonl, never the video.
-            self._write_line(self._frames_file, record.to_dict())
-            self._encoder.submit(np.array(frame, copy=True), index, wait=not self.realtime)
+            # The encoding thread writes the line once the frame's packet is in the muxer (see the
+            # module docstring): frames.jsonl leads the video by at most the packet the muxer holds.
+            line = json.dumps(record.to_dict(), separators=(",", ":")).encode() + b"\n"
+            self._encoder.submit(np.array(frame, copy=True), index, wait=not self.realtime, note=line)
             self.frames += 1
             if self._first_t is None:
                 self._first_t = t_ns
             self._last_t = t_ns
+            if not self.realtime:
+                self._encoder.wait_encoded(index)
             return index
+
+    def _frame_encoded(self, index: int, line: bytes) -> None:
+        # On the encoding thread, the only writer of frames.jsonl.
+        self._frames_file.write(line)
+        self._frames_file.flush()
 
     def add_inputs(self, events: Iterable[InputEvent]) -> int:
         """Record input events (in time order, on the frames' clock); returns how many."""
@@ -281,13 +298,15 @@ class SessionWriter:
         if self.closed:
             return self.summary
         self.closed = True
-        for handle in self._files:
-            handle.flush()
-            os.fsync(handle.fileno())
-            handle.close()
-        for store in self._views:
-            store.close()
-        counts = self._encoder.close()
+        try:
+            counts = self._encoder.close()  # first: the encoding thread writes the last frame lines
+        finally:
+            for handle in self._files:
+                handle.flush()
+                os.fsync(handle.fileno())
+                handle.close()
+            for store in self._views:
+                store.close()
         if counts["frames"] != self.frames:
             raise RuntimeError(f"{self.folder}: encoded {counts['frames']} frames but logged {self.frames}")
         ended = {"reason": str(reason), **ended_fields}
