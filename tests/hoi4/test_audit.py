@@ -184,13 +184,11 @@ def coastal_flag(mod: Path) -> None:
 def port_inland(mod: Path) -> None:
     lines = definition_lines(mod)
     inland = next(int(line.split(";")[0]) for line in lines[1:] if line.split(";")[4:6] == ["land", "false"])
-    text = "".join(path.read_text() for path in (mod / "history" / "states").glob("*.txt"))
     path = next(
         p
         for p in (mod / "history" / "states").glob("*.txt")
         if re.search(rf"provinces = {{\n\t\t([0-9 ]* )?{inland}\b", p.read_text())
     )
-    del text
     edit(path, "infrastructure = 3\n", f"infrastructure = 3\n\t\t\t{inland} = {{ naval_base = 1 }}\n")
 
 
@@ -198,11 +196,11 @@ def vp_outside(mod: Path) -> None:
     edit(
         state_file(mod, 1),
         "\t\tbuildings = {",
-        f"\t\tvictory_points = {{ {generate_first_province(mod, 2)} 5 }}\n\t\tbuildings = {{",
+        f"\t\tvictory_points = {{ {first_province(mod, 2)} 5 }}\n\t\tbuildings = {{",
     )
 
 
-def generate_first_province(mod: Path, sid: int) -> int:
+def first_province(mod: Path, sid: int) -> int:
     text = state_file(mod, sid).read_text()
     return int(re.search(r"provinces = \{\n\t\t(\d+)", text).group(1))
 
@@ -212,7 +210,7 @@ def no_owner(mod: Path) -> None:
 
 
 def two_states(mod: Path) -> None:
-    pid = generate_first_province(mod, 2)
+    pid = first_province(mod, 2)
     edit(state_file(mod, 1), "provinces = {\n\t\t", f"provinces = {{\n\t\t{pid} ")
 
 

@@ -184,12 +184,30 @@ def test_adjacencies_end_with_the_terminating_line(good_mod: Path) -> None:
     assert lines[-1] == "-1;-1;;-1;-1;-1;-1;-1;-1"
 
 
-def test_generation_is_deterministic(good_mod: Path, arena: ArenaMap, tmp_path: Path) -> None:
+def test_generation_is_deterministic_and_force_replaces(good_mod: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hoi4_arena.cli import app
+
     again = tmp_path / "again"
-    write_mod(arena, again)
+    again.mkdir()
+    (again / "stale.txt").write_text("from before")
+    result = CliRunner().invoke(app, ["generate-map", "bay:1", str(again), "--mod", "--force"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["provinces"] > 192
+    assert not (again / "stale.txt").exists()
     for path in sorted(good_mod.rglob("*")):
         if path.is_file():
             assert (again / path.relative_to(good_mod)).read_bytes() == path.read_bytes(), path
+
+
+def test_without_mod_it_writes_the_simulators_map_folder(tmp_path: Path) -> None:
+    from hoi4_arena.hoi4.export import GenerateMapConfig, generate_map
+    from hoi4_arena.maps import load_arena
+
+    summary = generate_map(GenerateMapConfig(arena="ford:2", out=tmp_path / "ford"))
+    assert summary["preset"] == "ford"
+    assert load_arena(str(tmp_path / "ford")).summary() == load_arena("ford:2").summary()
 
 
 def test_an_existing_folder_is_refused_unless_forced(good_mod: Path, arena: ArenaMap, tmp_path: Path) -> None:
