@@ -220,61 +220,21 @@ def salvage_command(
 # --- record -------------------------------------------------------------------------------------
 
 
+from hoi4_arena.sessions.record_command import RecordConfig  # noqa: E402 -- numpy-free until it records
+
+
 @app.command("record", rich_help_panel="Record")
-def record_command(
-    out: Annotated[Path, typer.Argument(help="The session folder to create (new, or empty).")],
-    game_speed: Annotated[
-        int,
-        typer.Option(
-            "--game-speed",
-            help="The game speed 1..5 you play at (required: the same input means other things at "
-            "other speeds).",
-        ),
-    ],
-    seconds: Annotated[
-        float | None,
-        typer.Option("--seconds", help="Stop after this many seconds (default: F12, Ctrl+C or game end)."),
-    ] = None,
-    hz: Annotated[float, typer.Option("--hz", help="Frames a second, 5..60.")] = 10.0,
-    split: Annotated[str, typer.Option("--split", help="train, val or test.")] = "train",
-    codec: Annotated[
-        str, typer.Option("--codec", help="x264 (CRF 18, 4:4:4), ffv1 (lossless) or nvenc.")
-    ] = "x264",
-    window: Annotated[
-        str | None,
-        typer.Option("--window", help="Window name or class, or a process id (default: Hearts of Iron IV)."),
-    ] = None,
-    display: Annotated[
-        str | None, typer.Option("--display", help="X display such as :0 (default: $DISPLAY).")
-    ] = None,
-    game_log: Annotated[
-        Path | None, typer.Option("--game-log", help="The game's game.log, tailed for ARENA lines.")
-    ] = None,
-    side: Annotated[
-        str | None,
-        typer.Option("--side", help="The side you play, BLU or RED (default: the ARENA log's player line)."),
-    ] = None,
-    after_winner: Annotated[
-        float, typer.Option("--after-winner", help="Seconds to keep recording after the log names a winner.")
-    ] = 15.0,
-) -> None:
+@from_config(
+    RecordConfig,
+    arguments=("out",),
+    options={"after_winner_s": Opt(flag="--after-winner")},
+    skip=("game", "progress"),
+)
+def record_command(config: RecordConfig) -> None:
     """Record a person playing: video, every input with its real time, pointer, ARENA log. F12 stops."""
-    from hoi4_arena.sessions.recorder import RecordConfig, run_record
+    from hoi4_arena.sessions.record_command import run_record
     from hoi4_arena.terminal import print_json
 
-    config = RecordConfig(
-        out=out,
-        game_speed=game_speed,
-        seconds=seconds,
-        hz=hz,
-        split=split,
-        codec=codec,
-        window=window,
-        display=display,
-        game_log=game_log,
-        side=side,
-        after_winner_s=after_winner,
-    )
     summary = run_record(config)
     print_json(summary)
     if summary["failed"]:

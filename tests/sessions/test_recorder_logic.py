@@ -24,7 +24,8 @@ from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerErro
 from hoi4_arena.sessions.check import check_session
 from hoi4_arena.sessions.format import JsonLines
 from hoi4_arena.sessions.reader import SessionReader
-from hoi4_arena.sessions.recorder import RecordConfig, Recorder, RecorderSettings, run_paced
+from hoi4_arena.sessions.record_command import RecordConfig
+from hoi4_arena.sessions.recorder import Recorder, RecorderSettings, run_paced
 
 T0 = 5_000_000_000_000
 MS = 1_000_000
