@@ -1,4 +1,5 @@
-"""The main job end to end with a tiny budget: record, train for seconds, play, report."""
+"""The main job end to end on tiny settings: record, train a fixed number of steps, play, report; its budget
+mode's scaling; bad settings."""
 
 import json
 import subprocess
@@ -8,12 +9,25 @@ from pathlib import Path
 import pytest
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.quickstart import PLAYERS, QuickstartConfig, RunState
+from hoi4_arena.quickstart import HELD_OUT, HELD_OUT_PLAYERS, PLAYERS, QuickstartConfig, RunState
 
-pytestmark = pytest.mark.slow
-
-# Three demonstrations, seconds of training, one evaluation seed played from both sides.
-TINY = ["--budget-minutes", "2", "--demo-games", "3", "--games", "2", "--max-days", "45", "--seed", "5"]
+# Three demonstrations, a few optimizer steps, one evaluation seed played from both sides on two maps.
+TINY = [
+    "--train-steps",
+    "12",
+    "--demo-games",
+    "3",
+    "--demo-max-days",
+    "12",
+    "--games",
+    "2",
+    "--max-days",
+    "20",
+    "--seed",
+    "5",
+    "--held-out",
+    "ford:2",
+]
 
 
 def _quickstart(out: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -21,7 +35,7 @@ def _quickstart(out: Path, *extra: str) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "hoi4_arena.cli", "quickstart", str(out), *TINY, *extra],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
     )
 
 
@@ -29,32 +43,46 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    first = _quickstart(out)
-    assert first.returncode == 0, first.stderr[-3000:]
-    result = json.loads(first.stdout)
-
-    # The report exists and its numbers are the results files' numbers.
-    assert (out / "report.html").stat().st_size > 1000
-    assert json.loads((out / "report.json").read_text())["players"] == result["players"]
-    for player in PLAYERS:
-        rows = [r for r in _rows(out / "eval" / player / "results.jsonl") if r["valid"]]
-        record = result["players"][player]
+def _check_records(records: dict, folder: Path, players: tuple[str, ...]) -> None:
+    for player in players:
+        rows = [r for r in _rows(folder / player / "results.jsonl") if r["valid"]]
+        record = records[player]
         assert record["games"] == len(rows) == 2  # one seed, played from both sides
         assert record["wins"] == sum(r["outcome"] == "win" for r in rows)
         assert record["draws"] == sum(r["outcome"] == "draw" for r in rows)
         assert record["setup"]["complete"] == sum(bool(r["setup"]["complete"]) for r in rows)
         assert record["win_rate"]["wins"] == record["wins"]
     # Every player met the same seeds from the same sides.
-    seeds = {player: result["players"][player]["seeds"] for player in PLAYERS}
-    assert seeds["learned"] == seeds["random"] == seeds["scripted"]
-    # Training ran and left its checkpoint, curves and logs; the pictures exist.
+    assert len({json.dumps(records[p]["seeds"]) for p in players}) == 1
+
+
+@pytest.mark.slow
+def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    first = _quickstart(out)
+    assert first.returncode == 0, first.stderr[-3000:]
+    result = json.loads(first.stdout)
+
+    # The report exists and its numbers are the results files' numbers, on both maps.
+    assert (out / "report.html").stat().st_size > 1000
+    report = json.loads((out / "report.json").read_text())
+    assert report["players"] == result["players"]
+    _check_records(result["players"], out / "eval", PLAYERS)
+    assert result["held_out"]["arena"] == "ford:2"
+    _check_records(result["held_out"]["players"], out / "eval" / HELD_OUT, HELD_OUT_PLAYERS)
+    assert {r["arena"] for r in _rows(out / "eval" / HELD_OUT / "learned" / "results.jsonl")} == {"ford:2"}
+    assert {r["arena"] for r in _rows(out / "eval" / "learned" / "results.jsonl")} == {"plains:0"}
+    # Training made exactly the steps asked for: the run is fixed by work.
+    work = result["work"]
+    assert work["fixed"] and work["train_steps"] == work["planned_steps"] == 12
+    assert len(work["weights_sha256"]) == 64 and work["scaled"] is None
     assert (out / "bc" / "last.pt").exists() and list((out / "bc" / "tb").iterdir())
-    assert result["training"]["summary"]["steps"] >= 1
+    assert "fixed by work" in (out / "report.html").read_text()
     for picture in ("training.png", "learned-game.png"):
         assert (out / "report" / picture).stat().st_size > 1000
     assert json.loads((out / "demos" / "splits.json").read_text())
+    # The demonstrations stored their views: training read no video.
+    assert list((out / "demos").glob("*/views-*"))
 
     # Running again resumes: every stage is kept and the report says the same.
     again = _quickstart(out)
@@ -67,13 +95,37 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     assert other.returncode == 2 and "other settings" in other.stderr and "Traceback" not in other.stderr
 
 
+def test_a_budget_scales_the_games_down_and_says_so(tmp_path: Path) -> None:
+    full = QuickstartConfig(out=tmp_path / "a")
+    assert full.scaled == {"demo_games": 96, "games": 20, "max_days": 365, "demo_max_days": 30}
+    assert QuickstartConfig(out=tmp_path / "a", budget_minutes=30).scaled == full.scaled
+    small = QuickstartConfig(out=tmp_path / "a", budget_minutes=3).scaled
+    assert small["demo_games"] < 96 and small["games"] < 20 and small["games"] % 2 == 0
+    assert small["max_days"] < 365 and small["demo_max_days"] <= 30
+    smallest = QuickstartConfig(out=tmp_path / "a", budget_minutes=2).scaled
+    assert smallest["games"] >= 2 and smallest["demo_games"] >= 4
+    # A budget is part of what decides the run; the steps are not, then.
+    assert "budget_minutes" in QuickstartConfig(out=tmp_path / "a", budget_minutes=3).settings()
+    assert "train_steps" not in QuickstartConfig(out=tmp_path / "a", budget_minutes=3).settings()
+    assert "budget_minutes" not in full.settings() and full.settings()["train_steps"] == 3000
+
+
 def test_bad_settings_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="budget"):
-        QuickstartConfig(out=tmp_path / "a", budget_minutes=0.5)
+        QuickstartConfig(out=tmp_path / "a", budget_minutes=1.5)
     with pytest.raises(UserError, match="preset"):
         QuickstartConfig(out=tmp_path / "a", arena="atlantis")
+    with pytest.raises(UserError, match="preset"):
+        QuickstartConfig(out=tmp_path / "a", arena="plains,atlantis")
+    with pytest.raises(UserError, match="training maps"):
+        QuickstartConfig(out=tmp_path / "a", arena="plains,river:7", held_out="river:7")
+    with pytest.raises(UserError, match="one map"):
+        QuickstartConfig(out=tmp_path / "a", held_out="river,ford")
+    with pytest.raises(UserError, match="train-steps"):
+        QuickstartConfig(out=tmp_path / "a", train_steps=0)
     with pytest.raises(UserError, match="val-games"):
         QuickstartConfig(out=tmp_path / "a", demo_games=2, val_games=2)
+    assert QuickstartConfig(out=tmp_path / "a", held_out="none").held_out_spec is None
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "something.txt").write_text("mine")

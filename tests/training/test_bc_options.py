@@ -113,3 +113,33 @@ def test_the_learning_rate_decays_along_a_cosine(marker_data: Path, tmp_path: Pa
     assert all(torch.equal(start[k], end[k]) for k in start)
     with pytest.raises(UserError, match="lr_decay_minutes"):
         config(marker_data, tmp_path / "bad", lr_decay_minutes=-1.0)
+
+
+def test_the_learning_rate_decays_over_steps_and_two_runs_give_the_same_weights(
+    marker_data: Path, tmp_path: Path
+) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from hoi4_arena.models.checkpoint import weights_sha256
+
+    runs = [config(marker_data, tmp_path / f"run{k}", max_steps=6, lr_decay_steps=6) for k in range(2)]
+    first, second = (train_bc(run) for run in runs)
+    assert first["steps"] == second["steps"] == 6
+    # Fixed by work: the same steps, seeds and data give the same weights, whatever the machine's speed.
+    assert first["weights_sha256"] == second["weights_sha256"]
+    assert first["weights_sha256"] == weights_sha256(
+        load_checkpoint(tmp_path / "run0" / "last.pt").policy.state_dict()
+    )
+    events = EventAccumulator(str(tmp_path / "run0" / "tb"))
+    events.Reload()
+    rates = [e.value for e in events.Scalars("train/lr")]
+    assert (
+        rates[0] == pytest.approx(1e-2)
+        and rates[3] == pytest.approx(5e-3)
+        and rates[-1] < rates[-2] < rates[0]
+    )
+    # Another decay gives other weights: the schedule is what the steps follow.
+    other = train_bc(config(marker_data, tmp_path / "other", max_steps=6, lr_decay_steps=3))
+    assert other["weights_sha256"] != first["weights_sha256"]
+    with pytest.raises(UserError, match="not both"):
+        config(marker_data, tmp_path / "bad", lr_decay_steps=6, lr_decay_minutes=1.0)
