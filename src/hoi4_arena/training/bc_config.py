@@ -1,18 +1,16 @@
 """The settings of a behaviour-cloning run: one typed dataclass, saved beside every output and inside every
-checkpoint, and the source of `hoi4-arena train-bc --help` (each field's one-line docstring).
+checkpoint, and the source of `hoi4-arena train-bc`'s options (each field's default and one-line docstring,
+through `cli_options.from_config`).
 
-This module imports neither torch nor numpy, so the command line can read the help texts cheaply.
+This module imports neither torch nor numpy, so the command line can build its options cheaply.
 
-Try: .venv/bin/python -c "from hoi4_arena.training.bc_config import BCConfig, field_help; print(field_help(BCConfig)['window'])"
+Try: hoi4-arena train-bc --help
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
-from functools import cache
 from typing import Any
 
 from hoi4_arena.errors import UserError
@@ -195,21 +193,3 @@ class BCConfig:
                 f"Only {', '.join(RESUMABLE_CHANGES)} may change, or start a new run in another folder"
             )
         return replace(self, **{k: v for k, v in changes.items() if k in RESUMABLE_CHANGES})
-
-
-@cache
-def field_help(cls: type) -> dict[str, str]:
-    """Each dataclass field's docstring (the string literal on the line after it), by field name."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for node, following in zip(body, body[1:], strict=False):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(following, ast.Expr)
-            and isinstance(following.value, ast.Constant)
-            and isinstance(following.value.value, str)
-        ):
-            docs[node.target.id] = following.value.value.strip()
-    return docs
