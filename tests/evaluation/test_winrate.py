@@ -4,7 +4,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from hoi4_arena.cli import app
 from hoi4_arena.errors import UserError
 from hoi4_arena.evaluation.winrate import summarize, win_rate
 from hoi4_arena.results import GameResult, append_result, read_results
@@ -62,15 +64,18 @@ def test_command_prints_table_json_and_plot(tmp_path: Path) -> None:
         for i in range(10)
     ]
     path = _write(tmp_path / "results.jsonl", rows)
-    exe = [sys.executable, "-m", "hoi4_arena.cli", "win-rate", str(path)]
-    table = subprocess.run(exe, capture_output=True, text=True, check=True)
+    runner = CliRunner()
+    table = runner.invoke(app, ["win-rate", str(path)])
+    assert table.exit_code == 0, table.output
     assert "overall" in table.stdout and "side=BLU" in table.stdout
     assert (tmp_path / "win-rate.png").stat().st_size > 1000
-    out = subprocess.run([*exe, "--json", "--no-plot"], capture_output=True, text=True, check=True)
+    out = runner.invoke(app, ["win-rate", str(path), "--json", "--no-plot"])
     data = json.loads(out.stdout)
     overall = data["players"]["scripted"]["overall"]["all"]
     assert overall["wins"] == 5 and overall["games"] == 10
-    bad = subprocess.run([*exe[:-1], str(tmp_path / "nope.jsonl")], capture_output=True, text=True)
+    # Through the real entry point: a missing file is a one-line message and status 2.
+    exe = [sys.executable, "-m", "hoi4_arena.cli", "win-rate", str(tmp_path / "nope.jsonl")]
+    bad = subprocess.run(exe, capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
