@@ -249,6 +249,17 @@ def bitmap_size(mod: Path) -> None:
     small.save(path, format="BMP")
 
 
+def river_without_marker(mod: Path) -> None:
+    path = mod / "map" / "rivers.bmp"
+    with Image.open(path) as image:
+        palette = image.getpalette()
+        indices = np.array(image)
+    indices[indices == 0] = 4  # every source becomes plain river
+    out = Image.fromarray(indices, "P")
+    out.putpalette(palette)
+    out.save(path, format="BMP")
+
+
 MUTATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
     "colour missing from definition.csv": (unknown_colour, "colour_unknown"),
     "definition row without pixels": (no_pixels, "province_no_pixels"),
@@ -268,6 +279,7 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
     "BOM missing": (bom_missing, "bom_missing"),
     "bitmap of the wrong depth": (bitmap_depth, "bitmap_depth"),
     "bitmap of the wrong size": (bitmap_size, "bitmap_size"),
+    "river without a marker": (river_without_marker, "river_pixels"),
 }
 
 

@@ -7,7 +7,7 @@ wrap, provinces of 8 pixels or fewer, bounding boxes over 1/8 of the map, coasta
 neighbour, ports without a coast, victory points outside their state, states without an owner,
 provinces in two states or in no strategic region, adjacencies naming missing provinces or without the
 terminating line, strategic regions without 12 weather periods, localisation without its BOM,
-bitmaps of the wrong depth or size). Warnings are worth a look but load.
+bitmaps of the wrong depth or size, river pixels HOI4 cannot follow). Warnings are worth a look but load.
 
 It reads any mod with a `map/` folder, not only ours; it does not need HOI4.
 
@@ -518,6 +518,27 @@ class _Audit:
                     "save it as UTF-8 with BOM",
                 )
 
+    def rivers(self) -> None:
+        from PIL import Image
+
+        from hoi4_arena.hoi4.rivers import river_problems
+
+        path = self.map / "rivers.bmp"
+        if not path.is_file():
+            return
+        with Image.open(path) as image:
+            if image.mode != "P":
+                return  # bitmap_depth already says so
+            indices = np.asarray(image)
+        for what, x, y in river_problems(indices)[:20]:
+            self.error(
+                "river_pixels",
+                path,
+                f"pixel {x},{y}",
+                what,
+                "a river is a one-pixel, orthogonally connected line with one source (0) or flow-in (1) marker",
+            )
+
     def run(self) -> list[Finding]:
         self.bitmaps()
         self.definitions()
@@ -527,6 +548,7 @@ class _Audit:
         self.regions()
         self.adjacencies()
         self.localisation()
+        self.rivers()
         return self.findings
 
 

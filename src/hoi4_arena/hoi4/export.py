@@ -35,6 +35,8 @@ import numpy as np
 from hoi4_arena.errors import UserError
 from hoi4_arena.hoi4 import channel
 from hoi4_arena.hoi4.provinces import LAKE, LAND, SEA, ProvinceMap, adjacency, split_water
+from hoi4_arena.hoi4.rivers import draw_rivers
+from hoi4_arena.hoi4.rivers import palette as river_palette
 from hoi4_arena.hoi4.text import BOM, yml
 from hoi4_arena.maps.model import TAGS, ArenaMap
 
@@ -86,8 +88,6 @@ HEIGHT = {
     SEA: 88,
     LAKE: 90,
 }
-RIVER_INDEX = {1: 4, 2: 9}  # rivers.bmp: 0..6 small rivers, 7..11 large (HOI4's map modding notes)
-RIVER_SOURCE, RIVER_LAND, RIVER_WATER = 0, 255, 254
 TREE_INDEX = 3  # one of default.map's `tree = { 3 4 7 10 }`
 STATE_MANPOWER = 250_000
 MONTH_DAYS = channel.MONTH_DAYS
@@ -188,39 +188,6 @@ def _box_blur(a: np.ndarray, r: int) -> np.ndarray:
     return out
 
 
-def _river_pixels(geo: ModGeometry) -> np.ndarray:
-    """(H, W) uint8 rivers.bmp indices: each arena river drawn on the pixels of one side of its border."""
-    ids = geo.pm.ids
-    out = np.where(ids <= geo.n_land, RIVER_LAND, RIVER_WATER).astype(np.uint8)
-    width = np.zeros((geo.n_land + 1, geo.n_land + 1), dtype=np.uint8)
-    for pair, w in geo.arena.rivers.items():
-        a, b = sorted(pair)
-        width[a, b] = width[b, a] = w
-    land = np.where(ids <= geo.n_land, ids, 0)
-    # A pixel of the smaller id of a river pair next to a pixel of the larger id is river.
-    for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0)):
-        other = np.roll(land, (-dy, -dx), axis=(0, 1))
-        w = width[land, other]
-        mark = (w > 0) & (land < other) & (land > 0)
-        out[mark] = np.where(w[mark] == 2, RIVER_INDEX[2], RIVER_INDEX[1])
-    # One source marker per river: the first end pixel (one river neighbour) of each piece.
-    from hoi4_arena.hoi4.provinces import label_pieces
-
-    river = out < RIVER_WATER
-    pieces = label_pieces(river.astype(np.uint8))
-    nb = np.zeros(out.shape, dtype=np.int32)
-    for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0)):
-        nb += np.roll(river, (-dy, -dx), axis=(0, 1))
-    ends = np.argwhere(river & (nb == 1))
-    seen: set[int] = set()
-    for y, x in ends.tolist():
-        piece = int(pieces[y, x])
-        if piece not in seen:
-            seen.add(piece)
-            out[y, x] = RIVER_SOURCE
-    return out
-
-
 def _save(image: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     image.save(path, format="BMP")
@@ -240,17 +207,8 @@ def write_bitmaps(geo: ModGeometry, map_dir: Path) -> None:
     height_of = np.array([0] + [HEIGHT[geo.terrain(p)] for p in range(1, geo.pm.n + 1)], dtype=np.float64)
     height = np.clip(np.rint(_box_blur(height_of[ids], 6)), 0, 255).astype(np.uint8)
     _save(Image.fromarray(height, "L"), map_dir / "heightmap.bmp")
-    rivers = Image.fromarray(_river_pixels(geo), "P")
-    river_colours = {
-        0: (0, 255, 0),
-        1: (255, 0, 0),
-        2: (255, 252, 0),
-        RIVER_LAND: (255, 255, 255),
-        RIVER_WATER: (122, 122, 122),
-    }
-    for i in range(3, 12):
-        river_colours[i] = (0, max(0, 255 - 24 * i), 255 - 10 * i)
-    rivers.putpalette(_palette(river_colours))
+    rivers = Image.fromarray(draw_rivers(ids, geo.n_land, geo.arena.rivers), "P")
+    rivers.putpalette(_palette(river_palette()))
     _save(rivers, map_dir / "rivers.bmp")
     # trees.bmp at vanilla's ratio (1650 x 640 for a 5632 x 2048 map): forests get tree index 3.
     tw, th = geo.w * 75 // 256, geo.h * 5 // 16
