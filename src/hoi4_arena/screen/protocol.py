@@ -429,9 +429,12 @@ def _int(params: dict, key: str, default: int | None = None) -> int:
 class _Session:
     """One connection's state and its op handlers (pure: no streams here)."""
 
-    def __init__(self, worker: Worker, observer: bool) -> None:
+    def __init__(
+        self, worker: Worker, observer: bool, authorize: Callable[[dict], bool] | None = None
+    ) -> None:
         self.worker = worker
         self.observer = observer
+        self.authorize = authorize
         self.attached = False
 
     def handle(self, header: dict, arrays: dict[str, np.ndarray]) -> tuple[dict, dict | None, bool]:
@@ -459,13 +462,14 @@ class _Session:
             return (
                 _error(request_id, "not_attached", f"send attach (protocol {PROTOCOL_VERSION}) before {op}"),
                 None,
-                False,
+                self.authorize is not None,  # an authorizing server talks to nobody unattached
             )
         params = {k: v for k, v in header.items() if k not in ("op", "id", "bytes", "arrays")}
         try:
             result, reply_arrays = getattr(self, f"op_{op}")(params)
         except WorkerError as error:
-            return _error(request_id, error.code, error.message), None, False
+            fatal = getattr(error, "fatal", False) or (op == "attach" and self.authorize is not None)
+            return _error(request_id, error.code, error.message), None, fatal
         except (ValueError, TypeError, KeyError) as error:
             return _error(request_id, "bad_request", f"bad {op} request: {error}"), None, False
         except Exception as error:  # a worker bug must not take the connection down with it
@@ -487,6 +491,11 @@ class _Session:
                 "protocol_mismatch",
                 f"the client speaks protocol {version}, this worker speaks {PROTOCOL_VERSION}; update one of them",
             )
+        if self.attached:
+            raise WorkerError("already_attached", "this connection is attached already")
+        if self.authorize is not None:
+            # The server decides who may attach, and as what (a refusal ends the connection).
+            self.observer = bool(self.authorize(params))
         result = dict(self.worker.attach())
         result.update(protocol=PROTOCOL_VERSION, observer=self.observer)
         self.attached = True
@@ -592,8 +601,13 @@ def serve(
     observer: bool = False,
     max_header: int = MAX_HEADER,
     max_payload: int = MAX_PAYLOAD,
+    authorize: Callable[[dict], bool] | None = None,
 ) -> bool:
     """Serve `worker` on one connection until `close` or the end of the stream.
+
+    `authorize(attach_params)`, when given, decides at `attach` whether the connection may go on and
+    as what: it returns True for a read-only observer, False for a full connection, or raises
+    `WorkerError` to refuse; with it, a refused attach or any op before attach ends the connection.
 
     Requests are handled one at a time, in order. A framing error the stream cannot recover from (see
     the module docstring) is answered where possible and ends the connection; a `TimedReader` as
@@ -601,7 +615,7 @@ def serve(
     key and button is released, unless this is an observer connection, which holds nothing. Returns
     True when the client closed the worker, False when the connection ended without `close`.
     """
-    session = _Session(worker, observer)
+    session = _Session(worker, observer, authorize)
     closed = False
     try:
         while True:
@@ -642,7 +656,7 @@ def serve(
                 closed = message is not None and reply.get("ok") is True
                 break
     finally:
-        if not closed and not observer:
+        if not closed and not session.observer and session.attached:
             try:
                 worker.release()
             except Exception:
@@ -656,10 +670,11 @@ def serve_socket(
     *,
     observer: bool = False,
     message_timeout: float | None = MESSAGE_TIMEOUT,
-    **limits: int,
+    **options: Any,
 ) -> bool:
     """`serve` on a connected socket (plain or TLS): a started message, or a reply's send, that takes
-    longer than `message_timeout` seconds ends the connection.
+    longer than `message_timeout` seconds ends the connection. `options` are `serve`'s (limits,
+    `authorize`).
 
     When serving ends, the write side is shut down and what the client still sends is read and dropped
     for up to `LINGER` seconds: closing a socket with unread input makes the peer's system reset the
@@ -671,7 +686,7 @@ def serve_socket(
             TimedReader(sock, message_timeout),
             SocketWriter(sock, message_timeout),
             observer=observer,
-            **limits,
+            **options,
         )
     finally:
         _linger(sock)

@@ -1,0 +1,385 @@
+"""A station: a worker served over TCP with TLS 1.3 to clients on other machines, and its client.
+
+The framing is the worker protocol's (screen/protocol.py); what the network adds:
+
+- TLS 1.3 only, with the station's self-signed certificate, which clients pin by fingerprint
+  (cluster/tls.py). Plain TCP, older TLS and a client that pins another certificate fail in the
+  handshake, before any request is read.
+- A token in `attach` (`{"op": "attach", "protocol": 1, "token": "...", "observer": false}`), compared
+  in constant time against the hash in the station's bundle. A wrong token, or any request before
+  attach, is answered (`unauthorized`, `not_attached`) and the connection is closed.
+- One full connection at a time: a second gets `worker_busy`. Any number of observers (up to
+  `max_connections` connections in all) may attach with `"observer": true`: they may only attach,
+  read status, capture and read telemetry; `arm`, `apply` and the rest get `observer`.
+- A started message must arrive whole within `message_timeout` seconds; a stall ends the connection.
+  When the full connection ends -- close, disconnect, stall, framing error -- every held key and button
+  is released. A client's `close` ends its connection, never the station's worker.
+- Loopback by default: listening on any other address needs `allow_remote=True` (`--allow-remote`).
+
+Calls from the connections' threads reach the worker one at a time (`LockedWorker`).
+
+Try: hoi4-arena bundle-peer local /tmp/local-station --peers /tmp/peers.json
+     hoi4-arena serve-worker --game sim --bundle /tmp/local-station --listen 127.0.0.1:7821 &
+     HOI4_ARENA_PEERS=/tmp/peers.json hoi4-arena probe-peer local
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import logging
+import socket
+import ssl
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from hoi4_arena.cluster.peers import Peer, StationBundle, find_peer, load_bundle, token_hash
+from hoi4_arena.cluster.tls import connect_pinned, server_context
+from hoi4_arena.errors import UserError
+from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.protocol import MESSAGE_TIMEOUT, PROTOCOL_VERSION, ProtocolClient, serve_socket
+from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerError
+
+log = logging.getLogger(__name__)
+
+
+class LockedWorker(Worker):
+    """A worker shared by a station's connections: one call at a time; `close` only releases input
+    (the station closes the real worker when it stops)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self._lock = threading.RLock()
+
+    def _call(self, name: str, *args: Any) -> Any:
+        with self._lock:
+            return getattr(self.worker, name)(*args)
+
+    def attach(self) -> dict:
+        return self._call("attach")
+
+    def status(self) -> dict:
+        return self._call("status")
+
+    def capture(self, request: CaptureRequest | None = None) -> Capture:
+        return self._call("capture", request)
+
+    def arm(self, mode: str) -> None:
+        self._call("arm", mode)
+
+    def disarm(self) -> None:
+        self._call("disarm")
+
+    def apply(self, events: list[InputEvent], timed: bool = False) -> dict:
+        return self._call("apply", events, timed)
+
+    def release(self) -> None:
+        self._call("release")
+
+    def focus(self) -> bool:
+        return self._call("focus")
+
+    def events(self) -> list[InputEvent]:
+        return self._call("events")
+
+    def game_log(self, offset: int = 0) -> tuple[list[str], int]:
+        return self._call("game_log", offset)
+
+    def pointer_image(self):
+        return self._call("pointer_image")
+
+    def now_ns(self) -> int:
+        return self._call("now_ns")
+
+    def wait_until(self, t_ns: int) -> None:
+        self._call("wait_until", t_ns)
+
+    def telemetry(self) -> dict:
+        return self._call("telemetry")
+
+    def close(self) -> None:
+        self._call("release")
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'HOST:PORT' (IPv6 as [::1]:PORT) -> (host, port); UserError otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise UserError(f"--listen takes HOST:PORT such as 127.0.0.1:7821, not {text!r}")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Station:
+    """Serves `worker` on host:port (port 0: any free one, see `address`) with the bundle's identity."""
+
+    def __init__(
+        self,
+        worker: Worker,
+        bundle: StationBundle,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        allow_remote: bool = False,
+        message_timeout: float | None = MESSAGE_TIMEOUT,
+        handshake_timeout: float = 10.0,
+        max_connections: int = 16,
+    ) -> None:
+        if not is_loopback(host) and not allow_remote:
+            raise UserError(
+                f"{host} is not a loopback address: a station listens on the network only with "
+                "--allow-remote (anyone who can reach it may try the token)"
+            )
+        self.worker = worker
+        self.shared = LockedWorker(worker)
+        self.bundle = bundle
+        self.context = server_context(bundle.folder)
+        self.message_timeout = message_timeout
+        self.handshake_timeout = handshake_timeout
+        self._full = threading.Lock()
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._stopping = threading.Event()
+        self._threads: set[threading.Thread] = set()
+        self.connections = {"accepted": 0, "refused_busy": 0, "refused_token": 0, "handshake_failed": 0}
+        try:
+            self._listener = socket.create_server((host, port), family=_family(host))
+        except OSError as error:
+            raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+        self.address: tuple[str, int] = self._listener.getsockname()[:2]
+        self._accepting: threading.Thread | None = None
+
+    # --- running ---------------------------------------------------------------------------------
+
+    def start(self) -> Station:
+        """Accept connections on a background thread (see `stop`)."""
+        self._accepting = threading.Thread(target=self.serve_forever, name="station-accept", daemon=True)
+        self._accepting.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._listener.settimeout(0.2)  # to notice stop()
+        while not self._stopping.is_set():
+            try:
+                raw, peer = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self._stopping.is_set():
+                    break
+                raise
+            if not self._slots.acquire(blocking=False):
+                log.warning("refusing %s: too many connections", peer)
+                raw.close()
+                continue
+            thread = threading.Thread(target=self._connection, args=(raw, peer), daemon=True)
+            self._threads.add(thread)
+            thread.start()
+
+    def stop(self, close_worker: bool = True) -> None:
+        """Stop accepting, wait for the connections to end (bounded), release input, close the worker."""
+        self._stopping.set()
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        if self._accepting is not None:
+            self._accepting.join(timeout=5)
+        for thread in list(self._threads):
+            thread.join(timeout=(self.message_timeout or 10) + 2)
+        with contextlib.suppress(Exception):
+            self.shared.release()
+        if close_worker:
+            self.worker.close()
+
+    def __enter__(self) -> Station:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- one connection ----------------------------------------------------------------------------
+
+    def _authorize(self, params: dict, holder: dict) -> bool:
+        token = params.get("token")
+        given = token_hash(token) if isinstance(token, str) else ""
+        # Constant time in what matches: a token cannot be guessed byte by byte from reply times.
+        if not hmac.compare_digest(given, self.bundle.token_sha256):
+            self.connections["refused_token"] += 1
+            raise WorkerError("unauthorized", "wrong or missing token; see the peers file's entry")
+        observer = params.get("observer", False)
+        if not isinstance(observer, bool):
+            raise WorkerError("bad_request", f"'observer' must be true or false, got {observer!r}")
+        if observer:
+            return True
+        if not self._full.acquire(blocking=False):
+            self.connections["refused_busy"] += 1
+            raise WorkerError(
+                "worker_busy", "another client drives this station; attach as an observer, or try later"
+            )
+        holder["full"] = True
+        return False
+
+    def _connection(self, raw: socket.socket, peer: Any) -> None:
+        holder = {"full": False}
+        try:
+            raw.settimeout(self.handshake_timeout)
+            try:
+                sock = self.context.wrap_socket(raw, server_side=True)
+            except (ssl.SSLError, OSError) as error:
+                self.connections["handshake_failed"] += 1
+                log.info("TLS handshake with %s failed: %s", peer, error)
+                return
+            self.connections["accepted"] += 1
+            try:
+                serve_socket(
+                    self.shared,
+                    sock,
+                    message_timeout=self.message_timeout,
+                    authorize=lambda params: self._authorize(params, holder),
+                )
+            finally:
+                with contextlib.suppress(OSError):
+                    sock.close()
+        except Exception:
+            log.exception("connection from %s failed", peer)
+        finally:
+            if holder["full"]:
+                self._full.release()
+            with contextlib.suppress(OSError):
+                raw.close()
+            self._slots.release()
+            self._threads.discard(threading.current_thread())
+
+
+def _family(host: str) -> socket.AddressFamily:
+    try:
+        return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        return socket.AF_INET
+
+
+# --- the client --------------------------------------------------------------------------------------
+
+
+class PeerClient(ProtocolClient):
+    """A `Worker` on a station over pinned TLS; `attach` sends the token (and `observer`)."""
+
+    def __init__(self, sock: ssl.SSLSocket, token: str, observer: bool = False) -> None:
+        super().__init__(sock.makefile("rb"), sock.makefile("wb"))
+        self.sock = sock
+        self._token = token
+        self.observer = observer
+
+    def attach(self) -> dict:
+        self.info, _ = self.request(
+            "attach", protocol=PROTOCOL_VERSION, token=self._token, observer=self.observer
+        )
+        return self.info
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            for handle in (self._rfile, self._wfile, self.sock):
+                with contextlib.suppress(OSError):
+                    handle.close()
+
+
+def connect(peer: Peer, observer: bool = False, timeout: float = 10.0) -> PeerClient:
+    """Connect to `peer` (pinned TLS 1.3); call `attach` next. Network failures are UserErrors."""
+    try:
+        sock = connect_pinned(peer.host, peer.port, peer.fingerprint, timeout=timeout)
+    except ssl.SSLError as error:
+        raise UserError(f"peer {peer.name}: {error}") from None
+    except OSError as error:
+        raise UserError(
+            f"peer {peer.name}: cannot reach {peer.host}:{peer.port} ({error.strerror or error}); "
+            "is `hoi4-arena serve-worker` running there?"
+        ) from None
+    sock.settimeout(None)
+    return PeerClient(sock, peer.token, observer)
+
+
+def connect_peer(name: str, peers: str | Path | None = None, observer: bool = False) -> PeerClient:
+    """The attached client of the named peer in the peers file."""
+    client = connect(find_peer(name, peers), observer=observer)
+    try:
+        client.attach()
+    except WorkerError as error:
+        client.close()
+        raise UserError(f"peer {name} refused the connection: {error.code}: {error.message}") from None
+    return client
+
+
+def probe_peer(
+    name: str, peers: str | Path | None = None, captures: int = 10, observer: bool = False
+) -> dict:
+    """Connect, attach, and report round trip, capture times, focus and the safety state."""
+    from hoi4_arena.screen.probe import percentiles
+
+    start = time.perf_counter()
+    client = connect_peer(name, peers, observer=observer)
+    connect_ms = (time.perf_counter() - start) * 1e3
+    try:
+        rtt, views = [], []
+        for _ in range(captures):
+            t0 = time.perf_counter()
+            client.now_ns() if not observer else client.status()
+            rtt.append((time.perf_counter() - t0) * 1e3)
+            t0 = time.perf_counter()
+            client.capture(CaptureRequest(views=True))
+            views.append((time.perf_counter() - t0) * 1e3)
+        status = client.status()
+        return {
+            "peer": name,
+            "attach": client.info,
+            "connect_ms": round(connect_ms, 3),
+            "round_trip_ms": percentiles(rtt),
+            "capture_views_ms": percentiles(views),
+            "focus": status.get("focus"),
+            "status": status,
+        }
+    finally:
+        client.close()
+
+
+def serve_worker(
+    worker: Worker, bundle_dir: str | Path, listen: str, *, allow_remote: bool = False, ready=None
+) -> dict:
+    """The `serve-worker` command: serve until interrupted (SIGINT/SIGTERM), then close the worker."""
+    import signal
+
+    host, port = parse_listen(listen)
+    bundle = load_bundle(bundle_dir)
+    try:
+        station = Station(worker, bundle, host, port, allow_remote=allow_remote)
+    except BaseException:
+        worker.close()
+        raise
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    station.start()
+    if ready is not None:
+        ready(station)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        station.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return {
+        "station": bundle.name,
+        "listened": f"{station.address[0]}:{station.address[1]}",
+        **station.connections,
+    }
