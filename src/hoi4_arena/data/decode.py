@@ -1,7 +1,12 @@
 """One session's decisions as training samples: the demonstrated tokens and the views of each anchor frame.
 
-The video is decoded front to back by `SessionReader.decisions()` (PyAV); each decision's anchor frame
-becomes the policy's views with the numpy `compute_views`, the same bytes the torch twin computes
+A session the project recorded itself holds the views of every frame, stored at capture time
+(`sessions/stored_views.py`): when they are of the training layout, each decision's views are read from
+there and no video is decoded. They are what the policy saw while playing (live frames, not a lossy
+codec's decoding of them); with ffv1 they are the decoded frames' views byte for byte. Otherwise (no
+views file, another layout, a damaged or short one: a warning names the session and why) the video is
+decoded front to back by `SessionReader.decisions()` (PyAV) and each decision's anchor frame becomes
+the policy's views with the numpy `compute_views`, the same bytes the torch twin computes
 (`screen/views.py`), so views can be made in background processes on the CPU. A decision is left out of
 the loss (never relabelled) when it is:
 

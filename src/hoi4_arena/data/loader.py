@@ -2,8 +2,8 @@
 worker processes, or on the calling thread.
 
 Each stream (one per worker; one in-process stream with `workers=0`) follows its `WorkerPlan`: it opens
-the sessions of its share as the plan needs them, decodes each once front to back (decode.py), cuts its
-windows as the video plays (windows.py), holds produced windows until the plan emits them, and puts
+the sessions of its share as the plan needs them, reads each once front to back (decode.py: its stored
+views, or its decoded video), cuts its windows as the session plays (windows.py), holds produced windows until the plan emits them, and puts
 them together into batches of `batch` windows. The training thread takes batches from the streams in
 turn (stream 0, 1, ..., skipping streams that are done). Everything is decided by the plan, so:
 

@@ -7,6 +7,7 @@ A session is one folder (DESIGN.md "Sessions on disk"):
     inputs.jsonl      one InputEvent.to_dict() a line, on the same clock as the frames
     screen.mkv        the video; frame i of the video is line i of frames.jsonl
     arena-log.jsonl   {"frame": i, "line": "ARENA ..."}: each game.log line with the frame it was read at
+    views-cpu.bin     the policy's views of every frame, stored at capture time (stored_views.py)
     recording.lock    names the recording process (pid, hostname, start) while it runs
 
 Everything here reads strictly: a bad line is a `UserError` naming the file, the line and the problem.

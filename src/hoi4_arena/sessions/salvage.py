@@ -3,8 +3,9 @@
 A killed recorder leaves a session with a lock naming a dead process, no `complete` flag, a video
 whose last packets never reached the disk, and perhaps a half-written last line in a JSON-lines file.
 `salvage` keeps every frame the video holds (decoding it until it ends or fails), cuts frames.jsonl to
-those frames, keeps the inputs up to the last kept frame's time and the log lines read by then, remuxes
-the video into a clean file (cues, duration), and marks the manifest complete with
+those frames, keeps the inputs up to the last kept frame's time and the log lines read by then, cuts
+each stored views file to the kept frames (or removes one that cannot cover them), remuxes the video
+into a clean file (cues, duration), and marks the manifest complete with
 `ended.reason = "salvaged"` and what was cut.
 
 Everything it replaces moves into `salvage-backup/` inside the session, with a journal; `--undo` moves

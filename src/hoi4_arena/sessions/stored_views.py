@@ -326,7 +326,8 @@ class StoredViews:
         return np.add(self._current[1], array, dtype=np.uint8)
 
     def views_at(self, index: int) -> dict[str, np.ndarray]:
-        """Frame `index`'s views: 'global', 'quadrants', 'fovea' (fresh uint8 arrays)."""
+        """Frame `index`'s views: 'global', 'quadrants', 'fovea', uint8 (views into one buffer per frame,
+        which no other frame's reading changes)."""
         if not 0 <= index < len(self.records):
             raise StoredViewsError(f"{self.path.name}: holds {len(self.records)} frames, not frame {index}")
         current = self._current
