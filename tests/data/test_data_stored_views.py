@@ -159,3 +159,12 @@ def test_two_workers_read_stored_views_too(sessions) -> None:
         for row, key in enumerate(batch.keys):
             for name, array in batch.arrays.items():
                 np.testing.assert_array_equal(array[row], by_key[key][name])
+
+
+def test_held_data_from_stored_views_equal_the_decoded_epoch(sessions, monkeypatch) -> None:
+    decoded = epoch(DECODED, sessions)
+    no_decoding(monkeypatch)
+    with WindowLoader(dataclasses.replace(SETTINGS, hold_gb=1.0), 0) as loader:
+        assert loader.hold(sessions)
+        held = [batch for batch, _ in loader.epoch(sessions, 0)]
+    assert_same_batches(held, decoded)
