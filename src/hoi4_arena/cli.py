@@ -269,6 +269,41 @@ def probe_command(config: ProbeConfig) -> None:
     print_json(run_probe(config))
 
 
+# --- stations: the worker over TLS for another machine (cluster/) --------------------------------
+
+from hoi4_arena.cluster.station_config import BundlePeerConfig, ProbePeerConfig, ServeWorkerConfig  # noqa: E402
+
+
+@app.command("serve-worker", rich_help_panel="Screen and workers")
+@from_config(ServeWorkerConfig, options=_WORKER_OPTIONS)
+def serve_worker_command(config: ServeWorkerConfig) -> None:
+    """Serve the game's worker over TLS 1.3 (pinned certificate, token) until Ctrl+C."""
+    from hoi4_arena.cluster.station import run_serve_worker
+    from hoi4_arena.terminal import print_json
+
+    print_json(run_serve_worker(config))
+
+
+@app.command("bundle-peer", rich_help_panel="Screen and workers")
+@from_config(BundlePeerConfig, arguments=("name", "out"))
+def bundle_peer_command(config: BundlePeerConfig) -> None:
+    """Make a station's certificate, key and token (a bundle for the game machine) and its peers entry."""
+    from hoi4_arena.cluster.peers import make_bundle
+    from hoi4_arena.terminal import print_json
+
+    print_json(make_bundle(config.name, config.out, host=config.host, port=config.port, peers=config.peers))
+
+
+@app.command("probe-peer", rich_help_panel="Screen and workers")
+@from_config(ProbePeerConfig, arguments=("name",))
+def probe_peer_command(config: ProbePeerConfig) -> None:
+    """Connect to a station, attach, and report round trip, capture time, focus and safety state."""
+    from hoi4_arena.cluster.station import probe_peer
+    from hoi4_arena.terminal import print_json
+
+    print_json(probe_peer(config.name, config.peers, captures=config.captures, observer=config.observer))
+
+
 # --- maps and the simulator's world -------------------------------------------------------------
 
 

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.cluster.station_config import DEFAULT_PORT
 from hoi4_arena.cluster.tls import CERT_FILE, KEY_FILE, write_certificate
 from hoi4_arena.errors import UserError
 
 PEERS_ENV = "HOI4_ARENA_PEERS"
 STATION_FILE = "station.json"
-DEFAULT_PORT = 7821
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 

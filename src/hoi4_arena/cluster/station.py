@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.cluster.peers import Peer, StationBundle, find_peer, load_bundle, token_hash
+from hoi4_arena.cluster.station_config import ServeWorkerConfig, is_loopback, parse_listen
 from hoi4_arena.cluster.tls import connect_pinned, server_context
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
@@ -102,24 +103,6 @@ class LockedWorker(Worker):
 
     def close(self) -> None:
         self._call("release")
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """'HOST:PORT' (IPv6 as [::1]:PORT) -> (host, port); UserError otherwise."""
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise UserError(f"--listen takes HOST:PORT such as 127.0.0.1:7821, not {text!r}")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class Station:
@@ -353,24 +336,46 @@ def probe_peer(
         client.close()
 
 
-def serve_worker(
-    worker: Worker, bundle_dir: str | Path, listen: str, *, allow_remote: bool = False, ready=None
-) -> dict:
-    """The `serve-worker` command: serve until interrupted (SIGINT/SIGTERM), then close the worker."""
-    import signal
+def run_serve_worker(config: ServeWorkerConfig) -> dict:
+    """The `serve-worker` command: open the game's worker, serve it until SIGINT or SIGTERM, close it.
 
-    host, port = parse_listen(listen)
-    bundle = load_bundle(bundle_dir)
+    Says "listening on HOST:PORT" on stderr once connections are accepted.
+    """
+    import signal
+    import sys
+
+    from hoi4_arena.screen.layout import ViewLayout
+    from hoi4_arena.screen.probe import open_worker
+
+    host, port = parse_listen(config.listen)
+    bundle = load_bundle(config.bundle)
+    worker = open_worker(
+        config.game,
+        window=config.window,
+        display=config.display,
+        layout=ViewLayout.named(config.layout),
+        sim=config.sim,
+    )
     try:
-        station = Station(worker, bundle, host, port, allow_remote=allow_remote)
+        station = Station(
+            worker,
+            bundle,
+            host,
+            port,
+            allow_remote=config.allow_remote,
+            message_timeout=config.message_timeout,
+        )
     except BaseException:
         worker.close()
         raise
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     station.start()
-    if ready is not None:
-        ready(station)
+    print(
+        f"listening on {station.address[0]}:{station.address[1]} as {bundle.name}",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         while not stop.wait(0.5):
             pass
