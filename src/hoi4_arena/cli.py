@@ -617,6 +617,54 @@ def heatmap_command(
     print_json(heatmap(checkpoint, session, out, count=count, device=device))
 
 
+# --- values: train-state-value, train-critic, advantage ------------------------------------------
+
+# Their options are training/value_config.py's fields (a torch-free module: --help stays cheap).
+from hoi4_arena.training.value_config import AdvantageConfig, CriticConfig, StateValueConfig  # noqa: E402
+
+_VALUE_OPTIONS = {
+    "data": Opt(metavar="DATA"),
+    "out": Opt(metavar="OUT"),
+    "sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
+}
+
+
+@app.command("train-state-value", rich_help_panel="Learn")
+@from_config(StateValueConfig, arguments=("data", "out"), options=_VALUE_OPTIONS)
+def train_state_value_command(config: StateValueConfig) -> None:
+    """The winner from the ARENA state alone (seconds on a CPU): the baseline the pixel critic must beat."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.state_value import train_state_value
+
+    print_json(train_state_value(config))
+
+
+@app.command("train-critic", rich_help_panel="Learn")
+@from_config(
+    CriticConfig,
+    arguments=("data", "out"),
+    options={**_VALUE_OPTIONS, "policy": Opt(convert=KEY_VALUES, extra="Repeatable: --policy KEY=VALUE.")},
+)
+def train_critic_command(config: CriticConfig) -> None:
+    """A value model from pixels (the policy's encoder and memory, its value head) trained to predict the winner."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.critic import train_critic
+
+    print_json(train_critic(config))
+
+
+@app.command("advantage", rich_help_panel="Learn")
+@from_config(
+    AdvantageConfig, arguments=("data",), options={k: v for k, v in _VALUE_OPTIONS.items() if k != "out"}
+)
+def advantage_command(config: AdvantageConfig) -> None:
+    """Per-decision advantages from a critic or the state-value model, written beside each session."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.advantage import compute_advantages
+
+    print_json(compute_advantages(config))
+
+
 # --- play ---------------------------------------------------------------------------------------
 
 

@@ -60,6 +60,7 @@ from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_check
 from hoi4_arena.models.policy import Observation, Policy, PolicyOutput, PolicyState
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
 from hoi4_arena.terminal import progress_bar
+from hoi4_arena.training.advantage import AdvantageWeights
 from hoi4_arena.training.bc_config import BCConfig
 
 log = logging.getLogger(__name__)
@@ -341,6 +342,10 @@ def train_bc(
     val_refs = sample_refs([len(settings.spans(s)) for s in data.val], config.val_windows, config.seed)
     if not data.val:
         log.warning("no held-out session (split val) under %s: no held-out metrics", config.data)
+    # Advantage-weighted regression: refuses, naming them, training sessions without advantages.
+    advantage = (
+        AdvantageWeights(data.train, settings, config.beta, config.max_weight) if config.advantage else None
+    )
 
     # --- model and optimizer ---
     # A resumed run's tower weights are in progress.pt: the --weights file is only read at the start.
@@ -444,7 +449,10 @@ def train_bc(
                 weight = None
                 if config.aim_weight != 1:
                     weight = 1 + (config.aim_weight - 1) * aim_moves(tokens).to(mask.dtype)
-                loss = (slot_nll(out_, weight).sum(-1) * mask).sum() / counted.clamp(min=1)
+                scored = mask
+                if advantage is not None:  # each decision's loss times exp(A / beta), clipped
+                    scored = mask * torch.from_numpy(advantage.for_batch(batch)).to(device)
+                loss = (slot_nll(out_, weight).sum(-1) * scored).sum() / counted.clamp(min=1)
                 optimizer.zero_grad(set_to_none=True)
                 grad_norm = 0.0
                 if config.lr_decay_minutes:
@@ -561,6 +569,7 @@ def train_bc(
         "config": str(out / CONFIG),
         "sessions": {"train": len(data.train), "val": len(data.val), "skipped": data.skipped},
         "skipped_while_training": progress["skipped"],
+        "advantage": advantage.stats if advantage is not None else None,
         "parameters": policy.parameter_count()["total"],
         "device": str(device),
         "threads": torch.get_num_threads(),

@@ -98,6 +98,13 @@ class BCConfig:
     hold_gb: float = 4.0
     """Hold the decoded data in memory when it fits in this many GiB: later epochs read memory, not video,
     and give the same batches (0: decode every epoch)."""
+    advantage: bool = False
+    """Advantage-weighted cloning: each decision's loss times exp(A / beta), clipped at --max-weight, A read
+    from each training session's advantages.json (written by hoi4-arena advantage)."""
+    beta: float = 0.1
+    """--advantage's temperature: a decision weighs exp(A / beta) (A is a change in win probability)."""
+    max_weight: float = 20.0
+    """--advantage's clip: no decision weighs more than this."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(self.sources))
@@ -131,6 +138,10 @@ class BCConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise UserError(f"{name} must be a finite number >= 0, got {value!r}")
+        for name in ("beta", "max_weight"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise UserError(f"{name} must be a finite number > 0, got {value!r}")
         if not (isinstance(self.hold_gb, int | float) and math.isfinite(self.hold_gb) and self.hold_gb >= 0):
             raise UserError(f"hold_gb must be a finite number >= 0, got {self.hold_gb!r}")
         if not (isinstance(self.idle_windows, int | float) and 0 <= self.idle_windows <= 1):
