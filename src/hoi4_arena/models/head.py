@@ -18,6 +18,7 @@ Try: .venv/bin/python -m pytest -q tests/models/test_head.py
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,9 @@ from torch import nn
 from hoi4_arena.models.config import ActionSpace, PointerGrid
 from hoi4_arena.models.pointer_target import gaussian_pointer_target
 from hoi4_arena.models.token_embedding import TokenEmbedding
+
+Generators = torch.Generator | Sequence[torch.Generator] | None
+"""A sampling generator for the whole batch, one per row (each row then samples on its own), or None."""
 
 
 @dataclass
@@ -52,10 +56,16 @@ class HeadScores:
         return (self.kind_logp + self.cell_logp + self.position_logp).sum(dim=-1)
 
 
-def _choose(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
+def _choose(logits: torch.Tensor, temperature: float, generator: Generators) -> torch.Tensor:
     if temperature == 0:
         return logits.argmax(dim=-1)
     probs = F.softmax(logits / temperature, dim=-1)
+    if isinstance(generator, Sequence):
+        # One generator per row: row i draws exactly what a batch of one with generators[i] would draw,
+        # so a batch of games samples each game as its own one-game loop does (rl/rollout.py).
+        return torch.cat(
+            [torch.multinomial(probs[i : i + 1], 1, generator=g) for i, g in enumerate(generator)]
+        ).squeeze(-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
@@ -224,7 +234,7 @@ class ActionHead(nn.Module):
         context: torch.Tensor,
         cells: torch.Tensor,
         temperature: float = 1.0,
-        generator: torch.Generator | None = None,
+        generator: Generators = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Choose one action per row: (N, slots, 3) long tokens and their log p (N,) at temperature 1.
 

@@ -36,7 +36,7 @@ from hoi4_arena.models.cells import CellMap
 from hoi4_arena.models.config import ActionSpace, PointerGrid, PolicyConfig
 from hoi4_arena.models.detail import DetailReader
 from hoi4_arena.models.encoders import CnnEncoder, TimmTowerEncoder
-from hoi4_arena.models.head import ActionHead, HeadScores
+from hoi4_arena.models.head import ActionHead, Generators, HeadScores
 from hoi4_arena.models.memory import Memory
 from hoi4_arena.models.token_embedding import LatticeEmbedding, TokenEmbedding
 from hoi4_arena.models.value import ValueHead
@@ -441,7 +441,7 @@ class Policy(nn.Module):
         *,
         temperature: float = 1.0,
         deterministic: bool = False,
-        generator: torch.Generator | None = None,
+        generator: Generators = None,
     ) -> Decision:
         """Choose one decision per row of `obs` (leading dim B) and carry the state."""
         state = state or self.initial_state(obs.speed.shape[0], obs.speed.device)
@@ -457,7 +457,7 @@ class Policy(nn.Module):
         *,
         temperature: float = 1.0,
         deterministic: bool = False,
-        generator: torch.Generator | None = None,
+        generator: Generators = None,
     ) -> tuple[torch.Tensor, PolicyState]:
         """One decision: tokens (B, slots, 3) and the state to pass to the next call."""
         decision = self.step(

@@ -1,0 +1,443 @@
+"""Recurrent PPO against the game's AI: `train_ppo(config)`, read top to bottom.
+
+One update is one rollout and the learning on it:
+
+1. Rollout (`rl/rollout.py`): `games` simulator games in lockstep, `steps` decisions each, the policy
+   batched over them; per decision the views, the memory before it, the tokens, log p, the value, every
+   reward term and done. Games run on across updates (a game is longer than a rollout).
+2. Advantages (`rl/gae.py`): GAE over the weighted total reward (outcome + shaping), lambda 1 by
+   default, bootstrapped with the value of each game's next observation. The value head estimates the
+   outcome alone (a win probability in [0, 1]), so its target is GAE's return over the outcome reward
+   alone (with lambda 1: the game's outcome, or the bootstrapped value when it goes on), trained with
+   binary cross-entropy. Advantages are normalised over the rollout's valid decisions.
+3. Windows: each slot's decisions are cut at game starts and every `window` decisions; a window starts
+   from the memory stored in the rollout before its first decision (truncated BPTT over the window).
+4. For `epochs` passes, minibatches of `batch` windows in a seeded order:
+   - actor: PPO's clipped surrogate on the ratio exp(log p - log p_old) (the exact log-likelihood of
+     the 8 sampled tokens), plus with `bc_kl` the k2 term 0.5 (log p - log p_bc)^2 toward the frozen
+     start policy (its gradient is the KL's on the policy's own samples), the start policy scoring each
+     window from a fresh memory, as behaviour cloning trained it;
+   - critic `pact` (the default): after the actor's step, the same windows are replayed through the
+     updated policy and the value head alone is trained on them, each decision's BCE weighted by its
+     new likelihood ratio clipped to [0, pact_max_ratio] (`pact_value_loss`); the memory the actor uses
+     is not changed by the critic. `joint`: one loss, actor + value_coef * BCE, through everything.
+5. Logs (TensorBoard in OUT/tb, the progress bar): returns, win rate, setup completion, each reward
+   term, value loss, KL to the rollout policy and to the start policy, clip fraction, the entropy's
+   sample estimate (mean -log p of the sampled actions), decisions/s of collection and of learning.
+6. Saves: OUT/last.pt and OUT/update-NNNN.pt (policy checkpoints that play-policy and evaluate load),
+   OUT/progress.pt (with the optimizer and the engine's games under way) every `save_every` seconds and
+   at the end. `resume=True` replays the games under way and continues exactly: a run resumed after
+   update k gives the weights of the uninterrupted run (tests/rl/test_ppo.py).
+
+Not built (yet): InfoPPO's adaptive clip and information clock (`--clip adaptive`, `--info-clip`,
+`--clock information`); an exact entropy bonus (the head gives the log p of the sampled action only).
+
+Try: hoi4-arena train-ppo runs/ppo --init runs/bc/last.pt --updates 4 --games 4 --steps 32
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
+from hoi4_arena.models.config import PolicyConfig
+from hoi4_arena.models.policy import Observation, Policy, PolicyState
+from hoi4_arena.rl.gae import gae
+from hoi4_arena.rl.ppo_config import PPOConfig
+from hoi4_arena.rl.rewards import OUTCOME, TERMS
+from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule
+from hoi4_arena.rl.rollout_game import RolloutSettings
+
+log = logging.getLogger(__name__)
+
+PROGRESS = "progress.pt"
+LAST = "last.pt"
+CONFIG = "config.json"
+
+
+def pact_value_loss(
+    value_logit: torch.Tensor,
+    target: torch.Tensor,
+    new_logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    mask: torch.Tensor,
+    max_ratio: float = 6.0,
+) -> torch.Tensor:
+    """PACT's critic loss: each counted decision's BCE(value, target) times its likelihood ratio under the
+    updated actor, exp(new_logp - old_logp) clipped to [0, max_ratio], summed over the counted decisions
+    (`mask`) and divided by their number."""
+    limit = math.log(max_ratio) if max_ratio > 0 else -math.inf
+    weight = torch.exp((new_logp - old_logp).clamp(max=limit)).detach()
+    bce = F.binary_cross_entropy_with_logits(value_logit, target, reduction="none")
+    return (weight * bce * mask).sum() / mask.sum().clamp(min=1)
+
+
+def windows_of(first: np.ndarray, window: int) -> list[tuple[int, int, int]]:
+    """(slot, start, length) of every training window: each slot's decisions (T, N) cut where a game
+    starts (`first`) and every `window` decisions."""
+    steps, slots = first.shape
+    out = []
+    for n in range(slots):
+        start = 0
+        for t in range(1, steps + 1):
+            if t == steps or first[t, n] or t - start == window:
+                out.append((n, start, t - start))
+                start = t
+    return out
+
+
+def _start_policy(config: PPOConfig) -> tuple[Policy, dict[str, Any]]:
+    """The policy the run starts from and what identifies it; UserError for a start it cannot train."""
+    from hoi4_arena.screen.layout import ViewLayout
+
+    if config.init == "random":
+        try:
+            policy = Policy(PolicyConfig(layout=config.layout, seed=config.seed, **config.policy))
+        except TypeError as error:
+            raise UserError(f"--policy: {error}") from None
+        except ValueError as error:
+            raise UserError(str(error)) from None
+        identity = {"init": "random"}
+    else:
+        if not Path(config.init).is_file():
+            raise UserError(f"--init {config.init}: no such checkpoint file (give a checkpoint, or random)")
+        checkpoint = load_checkpoint(config.init, layout=config.layout)  # another layout: refused here
+        if config.policy:
+            raise UserError("--policy sets a random start's widths; a checkpoint brings its own")
+        policy = checkpoint.policy
+        identity = {"init": config.init, "init_weights_sha256": weights_sha256(policy.state_dict())}
+    if policy.config.reads_clip:
+        raise UserError(
+            f"train-ppo does not yet play clip encoders ({policy.config.encoder}): start from a cnn policy"
+        )
+    try:
+        ViewLayout.named(policy.config.layout).check_screen(config.size)
+    except ValueError as error:
+        raise UserError(
+            f"the policy's layout cannot read a {config.size[1]}x{config.size[0]} game: {error}"
+        ) from None
+    return policy, identity
+
+
+def _refuse_existing_run(out: Path) -> None:
+    existing = [p.name for p in (out / PROGRESS, out / LAST, out / CONFIG) if p.exists()]
+    if existing:
+        raise UserError(
+            f"{out} already holds a train-ppo run ({', '.join(existing)}); pass --resume to continue it, "
+            "or choose another output folder"
+        )
+
+
+def _batch(
+    rollout: Rollout, picked: list[tuple[int, int, int]], window: int
+) -> tuple[Observation, torch.Tensor, PolicyState, np.ndarray, np.ndarray, torch.Tensor]:
+    """Minibatch of windows: obs (B, W), tokens (B, W, 8, 3), the stored start state, the (B, W) index
+    arrays into the rollout, and the mask of real (not padding) decisions."""
+    offsets = np.arange(window)
+    tt = np.stack([start + np.minimum(offsets, length - 1) for _, start, length in picked])  # (B, W)
+    nn = np.stack([np.full(window, n) for n, _, _ in picked])
+    real = torch.from_numpy(np.stack([offsets < length for _, _, length in picked]))
+    obs = Observation(
+        *(torch.from_numpy(rollout.views[k][tt, nn]) for k, _ in VIEWS),
+        torch.from_numpy(rollout.speed[tt, nn]),
+        torch.from_numpy(rollout.pointer[tt, nn]),
+    )
+    t0 = torch.as_tensor(tt[:, 0])
+    n0 = torch.as_tensor(nn[:, 0])
+    state = PolicyState(rollout.hidden[t0, n0], rollout.previous[t0, n0])
+    return obs, rollout.tokens[tt, nn], state, tt, nn, real
+
+
+def _game_stats(finished: list[dict[str, Any]], weights: dict[str, float]) -> dict[str, float]:
+    games = [g for g in finished if g.get("valid")]
+    stats: dict[str, float] = {"games": float(len(games)), "invalid": float(len(finished) - len(games))}
+    if not games:
+        return stats
+    outcomes = [g["outcome"] for g in games]
+    stats["win_rate"] = outcomes.count("win") / len(games)
+    stats["draw_rate"] = outcomes.count("draw") / len(games)
+    stats["setup_complete"] = float(np.mean([bool(g["setup"].get("complete")) for g in games]))
+    for name in (OUTCOME, *TERMS):
+        stats[f"reward_{name}"] = float(np.mean([g["terms"][name] for g in games]))
+    stats["return"] = float(
+        np.mean([g["terms"][OUTCOME] + sum(w * g["terms"][k] for k, w in weights.items()) for g in games])
+    )
+    return stats
+
+
+def train_ppo(
+    config: PPOConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Train (or resume) a PPO run; returns the summary the command prints."""
+    started = time.monotonic()
+    out = Path(config.out)
+
+    # --- settings and resume: everything is checked before anything is written ---
+    saved = None
+    if resume:
+        if not (out / PROGRESS).is_file():
+            raise UserError(f"nothing to resume: {out / PROGRESS} does not exist")
+        saved = load_checkpoint(out / PROGRESS)
+        if "ppo_config" not in saved.extra:
+            raise UserError(f"{out / PROGRESS} is not a train-ppo progress file")
+        stored = PPOConfig.from_dict(saved.extra["ppo_config"])
+        config = stored.resumed_with({k: v for k, v in (changes or {}).items() if k != "out"})
+    elif out.exists():
+        _refuse_existing_run(out)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+
+    # --- the policy, its frozen start (for --bc-kl), the optimizer ---
+    policy, identity = _start_policy(config)
+    if saved is not None and identity != saved.extra["identity"]:
+        raise UserError(
+            f"--init {config.init} is not the checkpoint this run started from (its weights differ)"
+        )
+    reference = None
+    if config.bc_kl:
+        reference = copy.deepcopy(policy).eval()
+        reference.requires_grad_(False)
+    if saved is not None:
+        policy.load_state_dict(saved.policy.state_dict())
+    trained = [p for p in policy.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(trained, lr=config.lr)
+    progress: dict[str, Any] = {"update": 0, "decisions": 0, "games": 0, "history": [], "seconds": 0.0}
+    if saved is not None:
+        optimizer.load_state_dict(saved.optimizer)
+        progress.update(saved.extra["progress"])
+    provenance = Provenance(data={"ppo": config.to_dict(), **identity}, seed=config.seed)
+
+    # --- the games ---
+    settings = RolloutSettings(
+        size=config.size,
+        layout=policy.config.layout,
+        speed=config.speed,
+        max_days=config.max_days,
+        max_decisions=config.max_decisions,
+        record=str(out / "sessions") if config.record else None,
+        codec=config.codec,
+    )
+    schedule = Schedule(
+        games=config.games,
+        arenas=config.arena,
+        map_seeds=config.map_seeds,
+        ai_strength=config.ai_strength,
+        seed=config.seed,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG).write_text(
+        json.dumps({"train": config.to_dict(), "policy": policy.config.to_dict(), **identity}, indent=2)
+        + "\n"
+    )
+
+    def save(path: Path, *, with_progress: bool) -> Path:
+        extra: dict[str, Any] = {
+            "ppo_config": config.to_dict(),
+            "update": progress["update"],
+            "identity": identity,
+        }
+        if with_progress:
+            extra.update(progress=progress, engine=engine.state())
+        return save_checkpoint(
+            path, policy, provenance=provenance, optimizer=optimizer if with_progress else None, extra=extra
+        )
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    from hoi4_arena.terminal import progress_bar
+
+    writer = SummaryWriter(str(out / "tb"))
+    stop = "updates"
+    last_save = time.monotonic()
+    with (
+        Rollouts(
+            settings, schedule, workers=config.workers, weights=config.reward, temperature=config.temperature
+        ) as engine,
+        progress_bar() as bar,
+    ):
+        if saved is not None:
+            engine.restore(saved.extra["engine"])
+        else:
+            engine.start(policy)
+        task = bar.add_task(
+            "train-ppo", total=config.updates, completed=progress["update"], visible=config.progress
+        )
+        for update in range(progress["update"], config.updates):
+            tick = time.monotonic()
+
+            # --- 1. rollout ---
+            policy.eval()
+            rollout = engine.collect(policy, config.steps)
+
+            # --- 2. advantages and the value's targets ---
+            valid = torch.from_numpy(rollout.valid)
+            done = torch.from_numpy(rollout.done)
+            reward = torch.from_numpy(rollout.reward).float()
+            outcome = torch.from_numpy(rollout.terms[OUTCOME]).float()
+            advantages, _ = gae(
+                reward, rollout.value, done, rollout.last_value, gamma=config.gamma, lam=config.lam
+            )
+            _, value_target = gae(
+                outcome, rollout.value, done, rollout.last_value, gamma=config.gamma, lam=config.lam
+            )
+            value_target = value_target.clamp(0, 1)
+            counted = advantages[valid]
+            if counted.numel() > 1:
+                advantages = (advantages - counted.mean()) / (counted.std() + 1e-8)
+
+            # --- 3. windows, 4. the learning ---
+            policy.train()
+            learn_tick = time.monotonic()
+            windows = windows_of(rollout.first, config.window)
+            sums: dict[str, float] = {}
+            steps_taken = 0
+            for epoch in range(config.epochs):
+                order = torch.randperm(
+                    len(windows),
+                    generator=torch.Generator().manual_seed(config.seed * 1_000_003 + update * 101 + epoch),
+                ).tolist()
+                for i in range(0, len(order), config.batch):
+                    picked = [windows[j] for j in order[i : i + config.batch]]
+                    obs, tokens, state, tt, nn, real = _batch(rollout, picked, config.window)
+                    mask = (real & valid[tt, nn]).float()
+                    if mask.sum() == 0:
+                        continue
+                    count = mask.sum()
+                    old_logp, adv, target = rollout.logp[tt, nn], advantages[tt, nn], value_target[tt, nn]
+
+                    # actor (and, with --critic joint, the value in the same loss)
+                    result = policy(obs, tokens, state, chunk=config.chunk or None)
+                    log_ratio = (result.logp - old_logp).clamp(-20, 20)
+                    ratio = log_ratio.exp()
+                    surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(1 - config.clip, 1 + config.clip))
+                    loss = (surrogate * mask).sum() / count
+                    if reference is not None:
+                        with torch.no_grad():
+                            fresh = PolicyState(reference.initial_state(len(picked)).hidden, state.previous)
+                            ref_logp = reference(obs, tokens, fresh, chunk=None).logp
+                        diff = result.logp - ref_logp
+                        loss = loss + config.bc_kl * (0.5 * diff.pow(2) * mask).sum() / count
+                        sums["kl_bc"] = sums.get("kl_bc", 0.0) + float((diff.detach() * mask).sum())
+                    bce = F.binary_cross_entropy_with_logits(result.value_logit, target, reduction="none")
+                    value_loss = (bce * mask).sum() / count
+                    if config.critic == "joint":
+                        loss = loss + config.value_coef * value_loss
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    if config.grad_clip:
+                        torch.nn.utils.clip_grad_norm_(trained, config.grad_clip)
+                    optimizer.step()
+
+                    # critic (PACT): the replayed windows through the updated actor, the value head alone
+                    if config.critic == "pact":
+                        seen: list[torch.Tensor] = []
+                        # The memory's states (B, W, H) are the value head's input: taken with a hook, so
+                        # the critic's step sees exactly what forward computed, without a second code path.
+                        hook = policy.value.register_forward_hook(
+                            lambda _m, args, _o, seen=seen: seen.append(args[0])
+                        )
+                        try:
+                            with torch.no_grad():
+                                replayed = policy(obs, tokens, state, chunk=None)
+                        finally:
+                            hook.remove()
+                        _, logit = policy.value(seen[0])
+                        value_loss = pact_value_loss(
+                            logit, target, replayed.logp, old_logp, mask, config.pact_max_ratio
+                        )
+                        optimizer.zero_grad(set_to_none=True)
+                        value_loss.backward()
+                        if config.grad_clip:
+                            torch.nn.utils.clip_grad_norm_(trained, config.grad_clip)
+                        optimizer.step()
+
+                    # what the step did
+                    with torch.no_grad():
+                        d = log_ratio.detach()
+                        add = {
+                            "decisions": float(count),
+                            "policy_loss": float((surrogate.detach() * mask).sum()),
+                            "value_loss": float(value_loss.detach()) * float(count),
+                            "kl_old": float((((d.exp() - 1) - d) * mask).sum()),
+                            "clip_fraction": float(
+                                (((ratio.detach() - 1).abs() > config.clip).float() * mask).sum()
+                            ),
+                            "entropy": float((-result.logp.detach() * mask).sum()),
+                            "value": float((result.value.detach() * mask).sum()),
+                        }
+                    for k, v in add.items():
+                        sums[k] = sums.get(k, 0.0) + v
+                    steps_taken += 1
+            learn_seconds = time.monotonic() - learn_tick
+
+            # --- 5. logs ---
+            n = max(sums.get("decisions", 0.0), 1.0)
+            metrics = {k: v / n for k, v in sums.items() if k != "decisions"}
+            games = _game_stats(rollout.finished, config.reward)
+            metrics.update({f"games/{k}": v for k, v in games.items()})
+            metrics["collect_decisions_per_s"] = (
+                rollout.decisions / rollout.seconds if rollout.seconds else 0.0
+            )
+            metrics["learn_decisions_per_s"] = (
+                config.epochs * rollout.decisions / learn_seconds if learn_seconds else 0.0
+            )
+            metrics["optimizer_steps"] = steps_taken
+            metrics["valid_decisions"] = float(rollout.valid.mean())
+            progress["update"] = update + 1
+            progress["decisions"] += rollout.decisions
+            progress["games"] += len(rollout.finished)
+            progress["seconds"] += time.monotonic() - tick
+            progress["history"].append({"update": update + 1, **metrics})
+            for k, v in metrics.items():
+                writer.add_scalar(k if "/" in k else f"train/{k}", v, update + 1)
+            writer.add_scalar("rollout/invalid_workers_replaced", engine.replaced, update + 1)
+            win = games.get("win_rate")
+            bar.update(
+                task,
+                advance=1,
+                description=f"train-ppo: update {update + 1}/{config.updates}"
+                + (f" win {win:.2f}" if win is not None else "")
+                + f" value loss {metrics.get('value_loss', 0):.3f}",
+            )
+
+            # --- 6. saves, the guard ---
+            guard = config.max_minutes and time.monotonic() - started >= config.max_minutes * 60
+            last = update + 1 == config.updates or guard
+            if last or time.monotonic() - last_save >= config.save_every:
+                save(out / f"update-{update + 1:04d}.pt", with_progress=False)
+                save(out / LAST, with_progress=False)
+                save(out / PROGRESS, with_progress=True)
+                last_save = time.monotonic()
+            if guard:
+                stop = "max_minutes"
+                break
+        if progress["update"] == 0 or not (out / LAST).exists():
+            save(out / LAST, with_progress=False)
+            save(out / PROGRESS, with_progress=True)
+    writer.close()
+    history = progress["history"]
+    return {
+        "stopped": stop,
+        "updates": progress["update"],
+        "decisions": progress["decisions"],
+        "games_finished": progress["games"],
+        "last": history[-1] if history else None,
+        "first": history[0] if history else None,
+        "checkpoint": str(out / LAST),
+        "progress": str(out / PROGRESS),
+        "weights_sha256": weights_sha256(policy.state_dict()),
+        "workers_replaced": engine.replaced,
+        "threads": torch.get_num_threads(),
+        "seconds": time.monotonic() - started,
+    }

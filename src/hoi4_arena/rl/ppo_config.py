@@ -1,0 +1,214 @@
+"""The settings of a `hoi4-arena train-ppo` run: one typed dataclass, saved in config.json and inside every
+checkpoint, and the source of the command's options (each field's one-line docstring is its --help).
+
+This module imports neither torch nor numpy, so the command line can read the help texts cheaply.
+
+Try: .venv/bin/python -c "from hoi4_arena.rl.ppo_config import PPOConfig; print(PPOConfig(out='x'))"
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from hoi4_arena.errors import UserError
+
+CRITICS = ("pact", "joint")
+RESUMABLE_CHANGES = ("updates", "max_minutes", "save_every", "threads", "workers", "progress")
+"""Settings a resumed run may change: they bound or pace the run, not what it computes (the serial and
+process modes give the same numbers; threads may change the last bits)."""
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Recurrent PPO against the game's AI, over the rollout engine's games (docs/rl.md)."""
+
+    out: str
+    """Output folder: last.pt, update-NNNN.pt, progress.pt, config.json, TensorBoard logs (tb/)."""
+    init: str = "random"
+    """The policy to start from: a checkpoint (train-bc's last.pt) or random (a fresh policy)."""
+    updates: int = 10
+    """PPO updates of the run (each: one rollout, then the learning on it): the run's length."""
+    games: int = 8
+    """Games played at once, the policy batched over them (half from each side)."""
+    workers: int = 2
+    """Worker processes that run the games (0: every game in this process, the serial mode)."""
+    steps: int = 64
+    """Decisions of every game per rollout (a rollout is games x steps decisions)."""
+    window: int = 16
+    """Decisions per training window, started from the memory stored in the rollout."""
+    epochs: int = 2
+    """Passes over each rollout."""
+    batch: int = 8
+    """Windows per optimizer step."""
+    lr: float = 1e-4
+    """Adam learning rate."""
+    gamma: float = 1.0
+    """Discount per decision."""
+    lam: float = 1.0
+    """GAE lambda (1: Monte Carlo returns, bootstrapped at the rollout's end)."""
+    clip: float = 0.2
+    """PPO's clip range of the likelihood ratio."""
+    critic: str = "pact"
+    """pact: update the actor, then the value head on the replayed steps weighted by the clipped ratio;
+    joint: one loss for both."""
+    value_coef: float = 0.5
+    """Weight of the value loss in the joint loss (--critic joint)."""
+    pact_max_ratio: float = 6.0
+    """PACT: the likelihood ratio that weights a replayed step's value loss is clipped to [0, this]."""
+    bc_kl: float = 0.0
+    """Weight of a KL term toward the frozen start policy (--init's checkpoint), so early updates keep
+    its setup (0: none)."""
+    grad_clip: float = 1.0
+    """Clip the gradient's global norm to this (0: no clipping)."""
+    temperature: float = 1.0
+    """Sampling temperature of the rollouts."""
+    reward: dict[str, float] = field(default_factory=dict)
+    """Shaping terms and their weights on top of the outcome (win 1, draw 0.5, loss 0): setup,
+    victory_points, provinces."""
+    arena: tuple[str, ...] = ("plains",)
+    """Presets the games' maps are drawn from."""
+    map_seeds: tuple[int, int] = (0, 0)
+    """Map seeds drawn from LOW-HIGH."""
+    ai_strength: tuple[float, float] = (0.5, 0.5)
+    """The game's AI strength drawn from LOW-HIGH (0..1)."""
+    size: tuple[int, int] = (360, 640)
+    """The games' screen (height, width), 16:9."""
+    speed: int = 5
+    """Game speed 1..5."""
+    max_days: int = 60
+    """Each game's time limit in days (a draw when reached)."""
+    max_decisions: int = 0
+    """Stop a game after this many decisions, invalid and left out of training (0: no limit)."""
+    policy: dict[str, int | str] = field(default_factory=dict)
+    """PolicyConfig widths of a random start, e.g. {"width": 8} (--policy width=8)."""
+    layout: str = "cpu"
+    """View layout of a random start (a checkpoint brings its own)."""
+    chunk: int = 0
+    """Frames per recomputed chunk of the encoder in training (0: keep all activations)."""
+    seed: int = 0
+    """Seed of the schedule of games, a random start's weights and the windows' order."""
+    record: bool = False
+    """Record every game as a session under OUT/sessions/ (as play-policy records them)."""
+    codec: str = "x264"
+    """Video codec of recorded sessions: x264 or ffv1."""
+    save_every: float = 300.0
+    """Seconds between progress.pt saves (also saved at the end)."""
+    max_minutes: float = 0.0
+    """Stop cleanly after this many minutes of wall time (0: no limit); a guard, the run is --updates."""
+    threads: int = 1
+    """Torch CPU threads of the learner (0: torch's default)."""
+    progress: bool = True
+    """A progress bar on stderr."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arena", tuple(self.arena))
+        object.__setattr__(self, "map_seeds", tuple(int(v) for v in self.map_seeds))
+        object.__setattr__(self, "ai_strength", tuple(float(v) for v in self.ai_strength))
+        object.__setattr__(self, "size", tuple(int(v) for v in self.size))
+        object.__setattr__(self, "policy", dict(self.policy))
+        from hoi4_arena.rl.rewards import parse_weights
+
+        object.__setattr__(self, "reward", parse_weights(self.reward))
+        for name, low in (
+            ("updates", 1),
+            ("games", 1),
+            ("workers", 0),
+            ("steps", 1),
+            ("window", 1),
+            ("epochs", 1),
+            ("batch", 1),
+            ("max_days", 1),
+            ("max_decisions", 0),
+            ("chunk", 0),
+            ("seed", 0),
+            ("threads", 0),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise UserError(f"--{name.replace('_', '-')} must be a whole number >= {low}, not {value!r}")
+        for name, low, high in (
+            ("lr", 0.0, math.inf),
+            ("gamma", 0.0, 1.0),
+            ("lam", 0.0, 1.0),
+            ("clip", 0.0, math.inf),
+            ("value_coef", 0.0, math.inf),
+            ("pact_max_ratio", 0.0, math.inf),
+            ("bc_kl", 0.0, math.inf),
+            ("grad_clip", 0.0, math.inf),
+            ("temperature", 0.0, 100.0),
+            ("save_every", 0.0, math.inf),
+            ("max_minutes", 0.0, math.inf),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or not low <= value <= high:
+                raise UserError(
+                    f"--{name.replace('_', '-')} must be a number in {low:g}..{high:g}, not {value!r}"
+                )
+        if not self.lr > 0 or not self.clip > 0 or not self.temperature > 0:
+            raise UserError("--lr, --clip and --temperature must be above 0")
+        if self.critic not in CRITICS:
+            raise UserError(f"--critic must be one of {', '.join(CRITICS)}, not {self.critic!r}")
+        if self.speed not in range(1, 6):
+            raise UserError(f"--speed must be 1..5, not {self.speed!r}")
+        if self.codec not in ("x264", "ffv1"):
+            raise UserError(f"--codec must be x264 or ffv1, not {self.codec!r}")
+        if self.bc_kl and self.init == "random":
+            raise UserError("--bc-kl pulls toward the start policy: give --init a BC checkpoint")
+        low, high = self.map_seeds
+        if not 0 <= low <= high:
+            raise UserError(f"--map-seeds must be LOW-HIGH with 0 <= LOW <= HIGH, not {low}-{high}")
+        low_s, high_s = self.ai_strength
+        if not 0 <= low_s <= high_s <= 1:
+            raise UserError(f"--ai-strength must be LOW-HIGH within 0..1, not {low_s}-{high_s}")
+        from hoi4_arena.maps.presets import PRESETS
+
+        unknown = [a for a in self.arena if a not in PRESETS]
+        if unknown or not self.arena:
+            raise UserError(
+                f"--arena takes presets ({', '.join(PRESETS)}), not {', '.join(unknown) or 'nothing'}"
+            )
+        from hoi4_arena.play.runner import check_size
+
+        check_size(self.size)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("arena", "map_seeds", "ai_strength", "size"):
+            data[key] = list(data[key])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PPOConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UserError(f"unknown train-ppo settings: {', '.join(unknown)}")
+        return cls(**data)
+
+    def resumed_with(self, changes: dict[str, Any]) -> PPOConfig:
+        """This (stored) config with the settings a resumed run may change; UserError for any other."""
+        refused = {
+            k: v
+            for k, v in changes.items()
+            if k not in (*RESUMABLE_CHANGES, "out") and _plain(getattr(self, k)) != _plain(v)
+        }
+        if refused:
+            listed = "; ".join(
+                f"--{k.replace('_', '-')} {v!r} (the run has {getattr(self, k)!r})"
+                for k, v in refused.items()
+            )
+            raise UserError(
+                f"--resume continues with the run's own settings; these differ: {listed}. Only "
+                f"{', '.join(RESUMABLE_CHANGES)} may change, or start a new run in another folder"
+            )
+        return replace(self, **{k: v for k, v in changes.items() if k in RESUMABLE_CHANGES})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,370 @@
+"""The rollout engine: N headless simulator games in lockstep, the policy batched over all of them.
+
+    learner process                                  worker processes (or this one: workers=0)
+    ───────────────                                  ────────────────────────────────────────
+    slots' observations ──> Policy.step (batch N) ──> tokens ──> RolloutGame.step (screen.game.Game)
+       ^   memory and sampling generator per slot                      │  act, wait 200 ms, observe,
+       └──────────────── next observations, rewards, done <────────────┘  rewards from the ARENA log
+
+Every game goes through `screen.game.Game` (`rl/rollout_game.py`), on the 200 ms decision grid of its
+worker's virtual clock. Each slot (0..N-1) plays its games one after the other; a slot's game k is drawn
+from the run's seeded `Schedule` (map preset and map seed, game seed, the game's AI strength), and its
+side is fixed by the slot (even slots BLU, odd RED, so both sides are always in the batch; with one slot
+its games alternate). Per slot the engine carries the policy's memory and a sampling generator seeded
+`screen.game.sampling_seed(game seed, side)` at each game's start, and the policy samples each row with
+its own generator (`ActionHead.decode` with one generator per row): a game's tokens are the ones
+play-policy's one-game loop (`PolicyPlayer` through `play_game`) samples on that game, whatever else is
+in the batch (tests/rl/test_rollout.py holds them equal).
+
+`collect(policy, steps)` plays `steps` decisions of every slot and returns a `Rollout`: per decision the
+views, the policy's state before it (the stored memory a training window starts from), the tokens,
+their log-likelihood, the value, every reward term, the total reward, the done and valid flags; and the
+value of each slot's next observation (to bootstrap GAE). A game that ends invalid (max_decisions, a
+worker error, a dead worker process) has its decisions in this rollout marked invalid. A worker process
+that dies is replaced by a fresh one, its slots begin their next games, and the collection goes on.
+
+`state()` / `restore(state)` make a resumed run exact: the games under way are replayed from their
+tokens (the simulator is deterministic), the memories and generators are restored.
+
+Try: .venv/bin/python bench/rollout.py --games 4 --decisions 50
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from hoi4_arena.maps.model import TAGS
+from hoi4_arena.models.policy import Observation, Policy, PolicyState
+from hoi4_arena.rl.rewards import OUTCOME, TERMS, total
+from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
+from hoi4_arena.rl.rollout_worker import LocalWorker, WorkerDied, WorkerProcess
+from hoi4_arena.screen.game import sampling_seed
+
+log = logging.getLogger(__name__)
+
+VIEWS = (("global_view", "global"), ("quadrants", "quadrants"), ("fovea", "fovea"))
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Which games the slots play: every draw seeded by (seed, slot, game number)."""
+
+    games: int = 4
+    """Games played at once (the slots)."""
+    arenas: tuple[str, ...] = ("plains",)
+    """Presets a game's map is drawn from."""
+    map_seeds: tuple[int, int] = (0, 0)
+    """The map seed is drawn from LOW..HIGH."""
+    ai_strength: tuple[float, float] = (0.5, 0.5)
+    """The game's AI strength is drawn from LOW..HIGH."""
+    seed: int = 0
+    """The schedule's seed."""
+
+    def plan(self, slot: int, number: int) -> GamePlan:
+        rng = np.random.default_rng([self.seed, slot, number, 0x726C])
+        arena = self.arenas[int(rng.integers(len(self.arenas)))]
+        map_seed = int(rng.integers(self.map_seeds[0], self.map_seeds[1] + 1))
+        low, high = self.ai_strength
+        strength = round(low + (high - low) * float(rng.random()), 4)
+        side = TAGS[number % 2] if self.games == 1 else TAGS[slot % 2]
+        seed = int(rng.integers(2**31 - 1))
+        return GamePlan(slot, number, arena, f"{arena}:{map_seed}", seed, side, strength)
+
+
+@dataclass
+class _Slot:
+    """The learner's side of one slot: its game, the observation to act on, the memory, the generator."""
+
+    plan: GamePlan
+    step: Step
+    generator: torch.Generator
+    hidden: torch.Tensor
+    """(H,) the memory before the current observation's decision."""
+    previous: torch.Tensor
+    """(slots, 3) the previous decision's tokens (no-ops at a game's start)."""
+    decisions: list[np.ndarray] = field(default_factory=list)
+    """This game's tokens so far (a resumed run replays them)."""
+
+
+@dataclass
+class Rollout:
+    """`steps` decisions of N slots; every array is (T, N, ...) in decision order."""
+
+    views: dict[str, np.ndarray]
+    """global_view, quadrants, fovea: uint8 (T, N, ...)."""
+    speed: np.ndarray
+    pointer: np.ndarray
+    """(T, N, 2) lattice."""
+    hidden: torch.Tensor
+    """(T, N, H) the memory before each decision (a window's start state)."""
+    previous: torch.Tensor
+    """(T, N, slots, 3) the previous decision's tokens."""
+    first: np.ndarray
+    """(T, N) bool: the decision is its game's first (the memory is fresh)."""
+    tokens: torch.Tensor
+    """(T, N, slots, 3)."""
+    logp: torch.Tensor
+    value: torch.Tensor
+    terms: dict[str, np.ndarray]
+    """Each reward term (outcome and the shaping terms), unweighted, (T, N)."""
+    reward: np.ndarray
+    """(T, N) the weighted total."""
+    done: np.ndarray
+    valid: np.ndarray
+    last_value: torch.Tensor
+    """(N,) the value of each slot's next observation (0 is never needed: a done row does not bootstrap)."""
+    finished: list[dict[str, Any]]
+    """Summaries of the games that ended during the rollout."""
+    seconds: float
+
+    @property
+    def decisions(self) -> int:
+        return int(self.done.size)
+
+    def observation(self, t: slice | np.ndarray, n: slice | np.ndarray | int) -> Observation:
+        return Observation(
+            *(torch.from_numpy(np.ascontiguousarray(self.views[k][t, n])) for k, _ in VIEWS),
+            torch.from_numpy(np.ascontiguousarray(self.speed[t, n])),
+            torch.from_numpy(np.ascontiguousarray(self.pointer[t, n])),
+        )
+
+
+class Rollouts:
+    """The engine of the module docstring. `workers` 0 plays every game in this process (serial mode);
+    otherwise that many spawned processes share the slots (slot s in process s % workers)."""
+
+    def __init__(
+        self,
+        settings: RolloutSettings,
+        schedule: Schedule,
+        *,
+        workers: int = 0,
+        weights: dict[str, float] | None = None,
+        temperature: float = 1.0,
+    ) -> None:
+        self.settings = settings
+        self.schedule = schedule
+        self.weights = dict(weights or {})
+        self.temperature = temperature
+        count = min(workers, schedule.games)
+        self.workers: list[Any] = (
+            [LocalWorker(settings)] if count == 0 else [WorkerProcess(settings) for _ in range(count)]
+        )
+        self.slots: list[_Slot] = []
+        self.replaced = 0
+        """Worker processes replaced after dying."""
+
+    @property
+    def games(self) -> int:
+        return self.schedule.games
+
+    def _owner(self, slot: int) -> int:
+        return slot % len(self.workers)
+
+    def _fresh(self, policy: Policy, plan: GamePlan, step: Step) -> _Slot:
+        state = policy.initial_state(1)
+        generator = torch.Generator().manual_seed(sampling_seed(plan.seed, plan.side))
+        return _Slot(plan, step, generator, state.hidden[0], state.previous[0])
+
+    # --- starting, resuming -------------------------------------------------------------------------
+
+    def start(self, policy: Policy) -> None:
+        """Begin every slot's first game."""
+        plans = [self.schedule.plan(slot, 0) for slot in range(self.games)]
+        steps = self._ask("begin", {s: (s, plans[s]) for s in range(self.games)})
+        self.slots = [self._fresh(policy, plans[s], steps[s]) for s in range(self.games)]
+
+    def state(self) -> dict[str, Any]:
+        """Plain content for progress.pt: each slot's game and where it is."""
+        return {
+            "slots": [
+                {
+                    "plan": asdict(slot.plan),
+                    "decisions": torch.from_numpy(np.stack(slot.decisions))
+                    if slot.decisions
+                    else torch.zeros(0, 8, 3, dtype=torch.long),
+                    "generator": slot.generator.get_state(),
+                    "hidden": slot.hidden.clone(),
+                    "previous": slot.previous.clone(),
+                }
+                for slot in self.slots
+            ],
+            "replaced": self.replaced,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Replay each slot's game up to where `state` left it and take back its memory and generator."""
+        saved = state["slots"]
+        if len(saved) != self.games:
+            raise ValueError(f"the saved rollout has {len(saved)} slots, this one {self.games}")
+        plans = [GamePlan(**s["plan"]) for s in saved]
+        requests = {
+            slot: (slot, plans[slot], [d.numpy() for d in saved[slot]["decisions"]])
+            for slot in range(self.games)
+        }
+        steps = self._ask("replay", requests)
+        self.slots = []
+        for slot, s in enumerate(saved):
+            generator = torch.Generator()
+            generator.set_state(s["generator"])
+            self.slots.append(
+                _Slot(
+                    plans[slot],
+                    steps[slot],
+                    generator,
+                    s["hidden"].clone(),
+                    s["previous"].clone(),
+                    [d.numpy() for d in s["decisions"]],
+                )
+            )
+        self.replaced = int(state["replaced"])
+
+    # --- the workers --------------------------------------------------------------------------------
+
+    def _ask(self, op: str, requests: dict[int, Any]) -> dict[int, Step]:
+        """Send each worker its slots' requests, then collect the answers (lockstep). A dead worker
+        process is replaced; its slots begin their next games with an invalid, done step."""
+        by_worker: dict[int, list[int]] = {}
+        for slot in sorted(requests):
+            by_worker.setdefault(self._owner(slot), []).append(slot)
+        dead = set()
+        for w, slots in by_worker.items():
+            try:
+                self.workers[w].send((op, [requests[s] for s in slots]))
+            except WorkerDied:
+                dead.add(w)
+        answers: dict[int, Step] = {}
+        for w, slots in by_worker.items():
+            if w not in dead:
+                try:
+                    answers.update(zip(slots, self.workers[w].receive(), strict=True))
+                    continue
+                except WorkerDied as error:
+                    log.warning("%s: a fresh process takes its games", error)
+            answers.update(self._replace(w, slots, op))
+        return answers
+
+    def _replace(self, w: int, slots: list[int], op: str) -> dict[int, Step]:
+        if op != "step":
+            raise WorkerDied(f"a rollout process died while its games were being {op}ed")
+        self.workers[w].close()
+        self.workers[w] = WorkerProcess(self.settings)
+        self.replaced += 1
+        out = {}
+        plans = {s: self.schedule.plan(s, self.slots[s].plan.number + 1) for s in slots}
+        begun = self.workers[w]
+        begun.send(("begin", [(s, plans[s]) for s in slots]))
+        for s, step in zip(slots, begun.receive(), strict=True):
+            plan = self.slots[s].plan
+            step.done, step.valid, step.rewards = True, False, {}
+            step.summary = {
+                **asdict(plan),
+                "valid": False,
+                "reason": "worker process died",
+                "outcome": None,
+                "decisions": len(self.slots[s].decisions),
+            }
+            out[s] = step
+        return out
+
+    # --- collecting ---------------------------------------------------------------------------------
+
+    def _observation(self) -> tuple[Observation, PolicyState]:
+        steps = [slot.step for slot in self.slots]
+        obs = Observation(
+            *(torch.from_numpy(np.stack([s.views[key] for s in steps])) for _, key in VIEWS),
+            torch.tensor([s.speed for s in steps], dtype=torch.long),
+            torch.tensor([s.pointer for s in steps], dtype=torch.long),
+        )
+        state = PolicyState(
+            torch.stack([slot.hidden for slot in self.slots]),
+            torch.stack([slot.previous for slot in self.slots]),
+        )
+        return obs, state
+
+    @torch.no_grad()
+    def collect(self, policy: Policy, steps: int) -> Rollout:
+        """Play `steps` decisions of every slot with `policy` (see the module docstring)."""
+        started = time.perf_counter()
+        n = self.games
+        store: dict[str, list] = {
+            k: [] for k in ("obs", "hidden", "previous", "first", "tokens", "logp", "value")
+        }
+        terms = {name: np.zeros((steps, n)) for name in (OUTCOME, *TERMS)}
+        reward = np.zeros((steps, n))
+        done = np.zeros((steps, n), dtype=bool)
+        valid = np.ones((steps, n), dtype=bool)
+        game_start = [0] * n  # the row of this rollout where each slot's game began
+        finished: list[dict[str, Any]] = []
+        for t in range(steps):
+            obs, state = self._observation()
+            store["obs"].append(obs)
+            store["hidden"].append(state.hidden)
+            store["previous"].append(state.previous)
+            store["first"].append(np.array([not slot.decisions for slot in self.slots]))
+            decision = policy.step(
+                obs, state, temperature=self.temperature, generator=[slot.generator for slot in self.slots]
+            )
+            tokens = decision.tokens.numpy()
+            store["tokens"].append(decision.tokens)
+            store["logp"].append(decision.logp)
+            store["value"].append(decision.value)
+            requests = {}
+            for s, slot in enumerate(self.slots):
+                slot.decisions.append(tokens[s])
+                requests[s] = (s, tokens[s], self.schedule.plan(s, slot.plan.number + 1))
+            answers = self._ask("step", requests)
+            for s in range(n):
+                step, slot = answers[s], self.slots[s]
+                for name in terms:
+                    terms[name][t, s] = step.rewards.get(name, 0.0)
+                reward[t, s] = total(step.rewards, self.weights)
+                if step.done:
+                    done[t, s] = True
+                    if not step.valid:
+                        valid[game_start[s] : t + 1, s] = False
+                    finished.append(step.summary)
+                    self.slots[s] = self._fresh(policy, requests[s][2], step)
+                    game_start[s] = t + 1
+                else:
+                    slot.step = step
+                    slot.hidden, slot.previous = decision.state.hidden[s], decision.state.previous[s]
+        obs, state = self._observation()
+        _, h, _ = policy._observe(obs, state)  # the bootstrap value: no sampling, no generator drawn
+        last_value, _ = policy.value(h)
+        stacked = {k: torch.stack(store[k]) for k in ("hidden", "previous", "tokens", "logp", "value")}
+        views = {k: np.stack([getattr(o, k).numpy() for o in store["obs"]]) for k, _ in VIEWS}
+        return Rollout(
+            views=views,
+            speed=np.stack([o.speed.numpy() for o in store["obs"]]),
+            pointer=np.stack([o.pointer.numpy() for o in store["obs"]]),
+            hidden=stacked["hidden"],
+            previous=stacked["previous"],
+            first=np.stack(store["first"]),
+            tokens=stacked["tokens"],
+            logp=stacked["logp"],
+            value=stacked["value"],
+            terms=terms,
+            reward=reward,
+            done=done,
+            valid=valid,
+            last_value=last_value,
+            finished=finished,
+            seconds=time.perf_counter() - started,
+        )
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+    def __enter__(self) -> Rollouts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,252 @@
+"""One rollout game: a headless simulator game stepped through `screen.game.Game`, one decision per call.
+
+The rollout engine (`rl/rollout.py`) asks a game for its first observation (`begin`), then hands it one
+decision's tokens at a time (`step`) and gets the next observation with the decision's rewards. Every
+call to the worker is the one `screen.game.play_game` makes for a `TokenPlayer` (attach, the warm-up
+capture, the harness's match start, the recorder, arm; then act / observe until the game ends; then
+finish), so a game played here is the game play-policy plays with the same seed, side and tokens. The
+engine runs this class in worker processes (`rl/rollout_worker.py`) or in its own process (serial mode).
+
+When the game ends, the same call begins the slot's next game (its plan comes with the tokens) and
+returns that game's first observation, with the finished game's rewards and summary.
+
+Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hoi4_arena.maps.model import other_tag
+from hoi4_arena.rl.rewards import RewardTracker, outcome_of
+from hoi4_arena.screen.game import Game, GameSettings
+from hoi4_arena.screen.lattice import to_lattice
+from hoi4_arena.screen.tokens import tokens_to_events
+from hoi4_arena.screen.worker import Capture, CaptureRequest, WorkerError
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    """What every rollout game shares (plain values: they travel to worker processes)."""
+
+    size: tuple[int, int] = (360, 640)
+    """The game's screen (height, width)."""
+    layout: str = "cpu"
+    """The view layout the policy reads."""
+    speed: int = 5
+    """Game speed 1..5."""
+    max_days: int = 60
+    """Each game's time limit in days (a draw when reached)."""
+    max_decisions: int = 0
+    """Stop a game after this many decisions, invalid (0: no limit)."""
+    record: str | None = None
+    """A folder to record every game into as a session (None: no recording)."""
+    codec: str = "x264"
+    """The sessions' video codec."""
+
+
+@dataclass(frozen=True)
+class GamePlan:
+    """One game of a slot: the slot's `number`-th game, drawn from the run's seeded schedule."""
+
+    slot: int
+    number: int
+    arena: str
+    """The preset."""
+    spec: str
+    """The map, preset:map_seed."""
+    seed: int
+    """The game's seed (its coin, its AI); the policy's sampling seed is `sampling_seed(seed, side)`."""
+    side: str
+    ai_strength: float
+
+    @property
+    def session_id(self) -> str:
+        return f"rl-slot{self.slot:03d}-g{self.number:05d}-{self.arena}-s{self.seed}-{self.side}"
+
+
+@dataclass
+class Step:
+    """What a rollout game answers: the rewards of the decision just made, and the observation to act on."""
+
+    views: dict[str, np.ndarray]
+    """The next observation's views (a new game's first when `done`)."""
+    pointer: tuple[int, int]
+    """Its pointer on the lattice."""
+    speed: int
+    rewards: dict[str, float] = field(default_factory=dict)
+    """The decision's rewards per term (outcome included), unweighted; empty for a game's first step."""
+    done: bool = False
+    """The decision ended its game (the observation is the next game's)."""
+    valid: bool = True
+    """The ended game counts (False: stopped by max_decisions, a worker error, a dead worker process)."""
+    summary: dict[str, Any] | None = None
+    """The ended game's summary: plan, outcome, decisions, days, setup, each term's sum."""
+
+
+class _Seat:
+    """The engine's side of `screen.game.Game`: it asks for the views; the tokens come from the learner.
+    `warm_up` takes the same warm-up capture a `TokenPlayer` does, so the worker sees the same calls."""
+
+    setup_keys = False
+
+    def __init__(self, layout: Any) -> None:
+        self.layout = layout
+
+    def request(self) -> CaptureRequest:
+        return CaptureRequest(views=True)
+
+    def warm_up(self, capture: Capture) -> None:
+        pass
+
+
+class RolloutGame:
+    """A slot's games, one after the other, on fresh `SimWorker`s; see the module docstring."""
+
+    def __init__(self, settings: RolloutSettings) -> None:
+        from hoi4_arena.screen.layout import ViewLayout
+
+        self.settings = settings
+        self.layout = ViewLayout.named(settings.layout)
+        self.seat = _Seat(self.layout)
+        self.plan: GamePlan | None = None
+        self.worker: Any = None
+        self.game: Game | None = None
+        self.tracker: RewardTracker | None = None
+        self.capture: Capture | None = None
+        self._finished = True  # no game to finish yet
+
+    def begin(self, plan: GamePlan) -> Step:
+        """Open the plan's game and return its first observation."""
+        from hoi4_arena.screen.sim_worker import SimWorker
+
+        self.close()
+        settings = self.settings
+        self.plan = plan
+        self.worker = SimWorker(
+            plan.spec,
+            plan.seed,
+            size=settings.size,
+            layout=self.layout,
+            player=plan.side,
+            ai={other_tag(plan.side): plan.ai_strength},
+            max_days=settings.max_days,
+            player_kind="policy",
+        )
+        recorder = None
+        if settings.record is not None:
+            recorder = self._recorder(plan)
+        self.game = Game(
+            self.worker,
+            GameSettings(
+                side=plan.side, speed=settings.speed, spec=plan.spec, max_decisions=settings.max_decisions
+            ),
+            recorder=recorder,
+            session_id=plan.session_id if recorder is not None else None,
+        )
+        self._finished = False
+        self.tracker = RewardTracker(plan.side, self.worker.game.arena)
+        try:
+            self.game.start(self.seat)
+            self.capture = self.game.observe(self.seat)
+        except BaseException as error:  # a game that cannot start is a broken setup, not a lost game
+            self.game.fail(error)
+            self.close()
+            raise
+        if self.game.ended:
+            self.close()
+            raise RuntimeError(f"game {plan} ended before its first decision")
+        self.tracker.start(self.game.log)
+        return self._observation()
+
+    def step(self, tokens: np.ndarray, next_plan: GamePlan) -> Step:
+        """Apply one decision's tokens (8, 3); the next observation (the next plan's first when it ended)."""
+        game, capture, tracker = self.game, self.capture, self.tracker
+        assert game is not None and capture is not None and tracker is not None, "begin() first"
+        events = tokens_to_events(
+            tokens, capture.t_ns, capture.size, pointer=capture.pointer, source="policy"
+        )
+        try:
+            game.act(events)
+            self.capture = game.observe(self.seat)
+        except WorkerError as error:
+            game.fail(error)
+        state = game.log.state
+        over = game.ended and game.record.valid
+        rewards = tracker.update(
+            game.log, outcome_of(state.winner, self.plan.side, state.over) if over else None
+        )
+        if game.ended:
+            return self._end(next_plan, rewards)
+        return self._observation(rewards)
+
+    def _observation(self, rewards: dict[str, float] | None = None) -> Step:
+        capture = self.capture
+        return Step(
+            views=capture.views,
+            pointer=to_lattice(*capture.pointer, capture.size),
+            speed=self.settings.speed,
+            rewards=rewards or {},
+        )
+
+    def _end(self, next_plan: GamePlan, rewards: dict[str, float]) -> Step:
+        """Finish the game, begin `next_plan`'s, and say how the finished one went."""
+        plan, game, tracker = self.plan, self.game, self.tracker
+        record = game.finish(self.seat)
+        self._finished = True
+        state = game.log.state if game.log is not None else None
+        summary = {
+            "slot": plan.slot,
+            "number": plan.number,
+            "arena": plan.arena,
+            "spec": plan.spec,
+            "seed": plan.seed,
+            "side": plan.side,
+            "ai_strength": plan.ai_strength,
+            "valid": record.valid,
+            "reason": record.reason,
+            "outcome": outcome_of(record.winner, plan.side, bool(state and state.over))
+            if record.valid
+            else None,
+            "decisions": record.decisions,
+            "days": record.days,
+            "setup": record.setup,
+            "terms": dict(tracker.sums),
+            "session": record.session,
+        }
+        step = self.begin(next_plan)
+        step.rewards, step.done, step.valid, step.summary = rewards, True, record.valid, summary
+        return step
+
+    def _recorder(self, plan: GamePlan) -> Any:
+        from hoi4_arena.sessions.lock import remove_unfinished
+        from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
+
+        folder = Path(self.settings.record) / plan.session_id
+        remove_unfinished(folder)
+        return Recorder(
+            folder,
+            RecorderSettings(
+                hz=5.0,
+                game_speed=self.settings.speed,
+                source="policy",
+                codec=self.settings.codec,
+                game="sim",
+                side=plan.side,
+                after_winner_s=0.0,
+                realtime=False,
+                extra={"rl": {"slot": plan.slot, "number": plan.number, "seed": plan.seed}},
+            ),
+        )
+
+    def close(self) -> None:
+        if self.game is not None and not self._finished:
+            self.game.finish(self.seat)
+        if self.worker is not None:
+            self.worker.close()
+        self.worker = self.game = self.capture = None
+        self._finished = True

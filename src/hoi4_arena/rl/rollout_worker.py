@@ -1,0 +1,165 @@
+"""The rollout engine's processes: each owns some slots' `RolloutGame`s and answers the learner over a pipe.
+
+The logic is `rl/rollout_game.py`; this module is the glue. A process is `spawn`ed (no torch in it: the
+games only need numpy and the simulator), ignores Ctrl+C (the learner stops it), and serves requests
+one at a time:
+
+    ("begin", [(slot, plan), ...])             -> [Step, ...]   the slots' first observations
+    ("step", [(slot, tokens, next_plan), ...])  -> [Step, ...]   one decision of each of its slots
+    ("replay", [(slot, plan, [tokens, ...]), ...]) -> [Step, ...] games replayed up to where they were
+    ("close",)                                  -> None
+
+An exception inside a request is sent back as ("error", text) and raised in the learner. A process
+that dies (killed, out of memory) shows as a closed pipe or a dead process: `WorkerProcess.receive`
+raises `WorkerDied`, and the engine marks its games invalid and starts a fresh process in its place.
+`LocalWorker` is the same interface in the learner's own process (the serial mode, workers=0).
+
+Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py -k killed
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+import traceback
+from typing import Any
+
+from hoi4_arena.rl.rollout_game import RolloutGame, RolloutSettings, Step
+
+POLL_S = 0.5  # how often a waiting learner checks that the process is still alive
+
+
+class WorkerDied(RuntimeError):
+    """A rollout process ended without answering."""
+
+
+def _serve(connection: Any, settings: RolloutSettings) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    games: dict[int, RolloutGame] = {}
+    handler = _Handler(settings, games)
+    try:
+        while True:
+            try:
+                request = connection.recv()
+            except EOFError:
+                return
+            if request[0] == "close":
+                connection.send(None)
+                return
+            try:
+                answer = handler.handle(request)
+            except Exception:
+                answer = ("error", traceback.format_exc())
+            connection.send(answer)
+    finally:
+        for game in games.values():
+            game.close()
+
+
+class _Handler:
+    """The requests of the module docstring over a process's (or the learner's) games."""
+
+    def __init__(self, settings: RolloutSettings, games: dict[int, RolloutGame]) -> None:
+        self.settings = settings
+        self.games = games
+
+    def game(self, slot: int) -> RolloutGame:
+        if slot not in self.games:
+            self.games[slot] = RolloutGame(self.settings)
+        return self.games[slot]
+
+    def handle(self, request: tuple) -> Any:
+        op = request[0]
+        if op == "begin":
+            return [self.game(slot).begin(plan) for slot, plan in request[1]]
+        if op == "step":
+            return [self.game(slot).step(tokens, plan) for slot, tokens, plan in request[1]]
+        if op == "replay":
+            return [self._replay(slot, plan, decisions) for slot, plan, decisions in request[1]]
+        raise ValueError(f"unknown rollout request {op!r}")
+
+    def _replay(self, slot: int, plan: Any, decisions: list) -> Step:
+        game = self.game(slot)
+        step = game.begin(plan)
+        for tokens in decisions:
+            step = game.step(tokens, plan)
+            if step.done:
+                raise RuntimeError(f"replaying {plan.session_id} ended it early: the game is not the same")
+        return step
+
+
+class LocalWorker:
+    """The serial mode: the same requests answered in the learner's process."""
+
+    def __init__(self, settings: RolloutSettings) -> None:
+        self.games: dict[int, RolloutGame] = {}
+        self._handler = _Handler(settings, self.games)
+        self._answer: Any = None
+
+    def send(self, request: tuple) -> None:
+        self._answer = self._handler.handle(request)
+
+    def receive(self) -> Any:
+        return self._answer
+
+    def alive(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        for game in self.games.values():
+            game.close()
+        self.games.clear()
+
+
+class WorkerProcess:
+    """A spawned process serving the requests of the module docstring."""
+
+    def __init__(self, settings: RolloutSettings, context: str = "spawn") -> None:
+        ctx = mp.get_context(context)
+        self._connection, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, args=(child, settings), daemon=True)
+        self.process.start()
+        child.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def send(self, request: tuple) -> None:
+        try:
+            self._connection.send(request)
+        except (BrokenPipeError, ConnectionResetError, OSError) as error:
+            raise WorkerDied(f"rollout process {self.pid} is gone ({error})") from None
+
+    def receive(self) -> Any:
+        while not self._connection.poll(POLL_S):
+            if not self.process.is_alive():
+                raise WorkerDied(f"rollout process {self.pid} died (exit code {self.process.exitcode})")
+        try:
+            answer = self._connection.recv()
+        except (EOFError, ConnectionResetError, OSError):
+            self.process.join(timeout=5)
+            raise WorkerDied(f"rollout process {self.pid} died (exit code {self.process.exitcode})") from None
+        if isinstance(answer, tuple) and answer and answer[0] == "error":
+            raise RuntimeError(f"rollout process {self.pid} failed:\n{answer[1]}")
+        return answer
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            try:
+                self._connection.send(("close",))
+                if self._connection.poll(10):
+                    self._connection.recv()
+            except (BrokenPipeError, EOFError, ConnectionResetError, OSError):
+                pass
+        self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.kill()  # our own child, by its handle
+            self.process.join(timeout=5)
+        self._connection.close()
+
+
+__all__ = ["LocalWorker", "Step", "WorkerDied", "WorkerProcess"]
