@@ -284,8 +284,8 @@ class _Audit:
         self.ids = raster
         for a, b in ((raster, np.roll(raster, -1, axis=1)), (raster[:-1], raster[1:])):
             m = (a != b) & (a > 0) & (b > 0)
-            pairs = np.unique(np.stack([a[m], b[m]], axis=1), axis=0)
-            for x, y in pairs.tolist():
+            keys = np.unique(a[m].astype(np.int64) * 1_000_003 + b[m])
+            for x, y in zip((keys // 1_000_003).tolist(), (keys % 1_000_003).tolist(), strict=True):
                 self.neighbours.setdefault(x, set()).add(y)
                 self.neighbours.setdefault(y, set()).add(x)
 
