@@ -282,12 +282,22 @@ def sim_window(server: Xvfb, tmp_path: Path) -> Iterator[Callable[..., SimWindow
         window.stop()
 
 
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a module-scoped fixture (the X server and window, a trained policy, ...)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values() if defs)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # The tests of one module share its X server and target window: under xdist's --dist loadgroup they
-    # run in one worker, so each module starts them once.
+    # Tests that share a module-scoped fixture (an X server and its window, a trained policy) run in one
+    # worker under xdist's --dist loadgroup, so each module builds it once; the rest spread freely.
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        if item.get_closest_marker("x11") and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if item.get_closest_marker("x11") or _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(str(item.path.relative_to(config.rootpath))))
