@@ -232,3 +232,16 @@ def test_cli_bad_input_is_a_one_line_error(tmp_path: Path) -> None:
     assert result.returncode == 2 and "--force" in result.stderr
     result = run_cli("audit-map", str(tmp_path / "taken"))
     assert result.returncode == 2 and "not a HOI4 mod" in result.stderr
+
+
+def test_the_preview_reads_the_mod_back(good_mod: Path) -> None:
+    from hoi4_arena.hoi4.preview import render
+
+    with Image.open(good_mod / "map" / "provinces.bmp") as image:
+        w, h = image.size
+    picture = render(good_mod, scale=0.25)
+    assert picture.shape == (h // 4, w // 4, 3)
+    left, right = picture[:, : w // 8].reshape(-1, 3), picture[:, w // 8 :].reshape(-1, 3)
+    # BLU's tint dominates the west half's land, RED's the east's
+    assert (left[:, 2] > left[:, 0] + 20).sum() > (right[:, 2] > right[:, 0] + 20).sum()
+    assert (right[:, 0] > right[:, 2] + 20).sum() > (left[:, 0] > left[:, 2] + 20).sum()

@@ -2,7 +2,8 @@
 
 An arena river is a set of province borders (`ArenaMap.rivers`, width 1 or 2). It is drawn on the
 pixels of the smaller province id of each pair that touch the other province, then made 4-connected
-(HOI4 follows river pixels orthogonally: a diagonal-only step breaks a river) and one pixel wide, and
+(HOI4 follows river pixels orthogonally: a diagonal-only step breaks a river) and one pixel wide,
+short dead-end stubs (where the line steps from one row of provinces to the next) are pruned, and
 every river gets
 exactly one marker, as HOI4's map notes ask: where river pixels branch, the longest branch with a free
 end is the river and gets a source (green, index 0) at that end; every other branch is a tributary
@@ -79,6 +80,43 @@ def river_widths(ids: np.ndarray, n_land: int, rivers: dict[frozenset[int], int]
                 deg = degrees(drawn > 0)
                 fixed = True
         if not fixed:
+            break
+    return _prune_spurs(drawn)
+
+
+SPUR = 8  # a branch this short between a free end and a junction is a drawing artefact, not a river
+
+
+def _prune_spurs(drawn: np.ndarray) -> np.ndarray:
+    """Remove short dead-end stubs where a river's line steps from one row of provinces to the next."""
+    for _ in range(4):
+        river = drawn > 0
+        deg = degrees(river)
+        h, w = drawn.shape
+        removed = False
+        for y, x in np.argwhere(river & (deg == 1)).tolist():
+            path, prev, cur = [], None, (y, x)
+            while len(path) <= SPUR:
+                if deg[cur] >= 3:
+                    break
+                path.append(cur)
+                nxt = [
+                    (cur[0] + dy, cur[1] + dx)
+                    for dy, dx in STEPS
+                    if 0 <= cur[0] + dy < h
+                    and 0 <= cur[1] + dx < w
+                    and river[cur[0] + dy, cur[1] + dx]
+                    and (cur[0] + dy, cur[1] + dx) != prev
+                ]
+                if not nxt:
+                    path = []  # a whole short river, not a spur: keep it
+                    break
+                prev, cur = cur, nxt[0]
+            if path and len(path) <= SPUR and deg[cur] >= 3:
+                for p in path:
+                    drawn[p] = 0
+                removed = True
+        if not removed:
             break
     return drawn
 
