@@ -4,6 +4,7 @@ parses with an outside Paradox-script parser (kvtree), and the mod is the simula
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -190,8 +191,13 @@ def test_generation_is_deterministic_and_force_replaces(good_mod: Path, tmp_path
     from hoi4_arena.cli import app
 
     again = tmp_path / "again"
-    again.mkdir()
+    shutil.copytree(good_mod, again)
     (again / "stale.txt").write_text("from before")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "mine.txt").write_text("not a mod")
+    refused = CliRunner().invoke(app, ["generate-map", "bay:1", str(other), "--mod", "--force"])
+    assert isinstance(refused.exception, UserError) and (other / "mine.txt").read_text() == "not a mod"
     result = CliRunner().invoke(app, ["generate-map", "bay:1", str(again), "--mod", "--force"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["provinces"] > 192

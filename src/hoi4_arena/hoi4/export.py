@@ -573,6 +573,15 @@ def write_text_file(path: Path, text: str) -> None:
     path.write_bytes(data.encode("utf-8"))
 
 
+def _is_our_mod(folder: Path) -> bool:
+    try:
+        return (
+            json.loads((folder / "arena.json").read_text(encoding="utf-8")).get("format") == "hoi4-arena-mod"
+        )
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def write_mod(arena: ArenaMap, out: Path, force: bool = False) -> dict[str, Any]:
     """Write the mod folder `out` (refused if it exists, unless `force`); returns a summary."""
     out = Path(out)
@@ -580,6 +589,11 @@ def write_mod(arena: ArenaMap, out: Path, force: bool = False) -> dict[str, Any]
         raise UserError(f"{out} exists; choose a new folder or pass --force to replace it")
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} exists and is not a folder")
+    if out.exists() and any(out.iterdir()) and not _is_our_mod(out):
+        # --force replaces a mod generate-map wrote, never some other folder that happens to be there
+        raise UserError(
+            f"{out} is not empty and is not a mod generate-map wrote (no arena.json); not replacing it"
+        )
     geo, files = mod_files(arena)
     tmp = out.with_name(out.name + ".partial")
     if tmp.exists():
@@ -599,7 +613,7 @@ def write_mod(arena: ArenaMap, out: Path, force: bool = False) -> dict[str, Any]
         "sea": geo.pm.kinds.count(SEA),
         "lake": geo.pm.kinds.count(LAKE),
         "states": len(arena.states),
-        "files": len(files) + 8,
+        "files": sum(1 for path in out.rglob("*") if path.is_file()),
     }
 
 
@@ -624,10 +638,20 @@ def generate_map(config: GenerateMapConfig) -> dict[str, Any]:
     out = Path(config.out)
     if out.exists() and not config.force:
         raise UserError(f"{out} exists; choose a new folder or pass --force to replace it")
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not _replaceable(out, config.mod))):
+        what = "a mod generate-map wrote (no arena.json)" if config.mod else "an arena map folder"
+        raise UserError(f"{out} is not empty and is not {what}; not replacing it")
     arena = load_arena(config.arena)
     if config.mod:
         return write_mod(arena, out, force=config.force)
     if out.exists():
-        shutil.rmtree(out) if out.is_dir() else out.unlink()
+        shutil.rmtree(out)
     arena.save(out)
     return {"out": str(out), **arena.summary()}
+
+
+def _replaceable(folder: Path, mod: bool) -> bool:
+    """--force replaces only what generate-map itself writes, never some other folder."""
+    if mod:
+        return _is_our_mod(folder)
+    return {p.name for p in folder.iterdir()} <= {"raster.png", "map.json"}
