@@ -59,6 +59,10 @@ def test_install_enables_only_the_arena_mod(good_mod: Path, tmp_path: Path) -> N
     assert f'path="{good_mod.resolve()}"' in text and 'replace_path="history/states"' in text
     data = json.loads((userdir / "dlc_load.json").read_text())
     assert data == {"enabled_mods": [f"mod/{target.name}"], "disabled_dlcs": ["x"]}
+    backup = json.loads((userdir / "dlc_load.json.before-hoi4-arena").read_text())
+    assert backup["enabled_mods"] == ["mod/other.mod"]
+    install_mod(good_mod, userdir)  # a second install keeps the first backup, the player's own
+    assert json.loads((userdir / "dlc_load.json.before-hoi4-arena").read_text()) == backup
     with pytest.raises(UserError, match="descriptor.mod"):
         install_mod(tmp_path, userdir)
 

@@ -8,7 +8,8 @@
   the game as `-userdir=PATH`.
 - Installing a mod: `<userdir>/mod/hoi4-arena-NAME.mod` (the mod's descriptor plus its `path`), and
   `<userdir>/dlc_load.json` naming it as the one enabled mod, which is what the game reads when it is
-  started without the Paradox launcher.
+  started without the Paradox launcher (the file as it was is kept once as
+  `dlc_load.json.before-hoi4-arena`).
 - Launching runs the `hoi4` binary itself (so the launcher is skipped) with SteamAppId set, records
   its process in `<userdir>/hoi4-arena-control.json`, and waits for its X11 window (the one the X11
   worker attaches to). Quitting asks the window to close (WM_DELETE_WINDOW), then SIGTERM, then
@@ -26,6 +27,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -153,6 +155,9 @@ def install_mod(mod: Path, userdir: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text + f'path="{mod}"\n', encoding="utf-8")
     load = userdir / "dlc_load.json"
+    backup = userdir / "dlc_load.json.before-hoi4-arena"
+    if load.is_file() and not backup.exists():
+        shutil.copy2(load, backup)  # the player's own mod list, kept once: restore it by copying back
     data: dict[str, Any] = {"enabled_mods": [], "disabled_dlcs": []}
     if load.is_file():
         with contextlib.suppress(ValueError):  # an unreadable file is replaced
