@@ -18,6 +18,17 @@ SETTINGS = RolloutSettings(size=(360, 640), layout="cpu", speed=5, max_days=4)
 """A tiny game: 4 days at speed 5, about 20 decisions."""
 
 
+@pytest.fixture
+def settings() -> RolloutSettings:
+    """The tiny game's rollout settings."""
+    return SETTINGS
+
+
+@pytest.fixture
+def tiny() -> dict:
+    return dict(TINY)
+
+
 @pytest.fixture(autouse=True)
 def one_torch_thread() -> Iterator[None]:
     threads = torch.get_num_threads()
