@@ -72,9 +72,19 @@ def wait_for(condition, seconds: float = 10.0) -> bool:
 
 
 def attached(peer: Peer, observer: bool = False) -> PeerClient:
-    client = connect(peer, observer=observer)
-    client.attach()
-    return client
+    """An attached client; a full one waits (bounded) for the station to notice the previous one left:
+    the slot is free once the server has seen that connection end, a moment after the client closed."""
+    for _ in range(100):
+        client = connect(peer, observer=observer)
+        try:
+            client.attach()
+            return client
+        except WorkerError as error:
+            client.close()
+            if error.code != "worker_busy":
+                raise
+        time.sleep(0.05)
+    raise AssertionError("the full connection's slot never came free")
 
 
 def test_a_client_drives_the_station_over_pinned_tls(station: Station, peer: Peer) -> None:

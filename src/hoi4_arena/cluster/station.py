@@ -216,6 +216,9 @@ class Station:
         holder = {"full": False}
         try:
             raw.settimeout(self.handshake_timeout)
+            # A reply goes out in a few sends (header, large arrays); without this the last small one
+            # waits for the client's delayed ACK (tens of ms) under Nagle's algorithm.
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:
                 sock = self.context.wrap_socket(raw, server_side=True)
             except (ssl.SSLError, OSError) as error:

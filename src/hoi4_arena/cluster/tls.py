@@ -113,6 +113,7 @@ class PinError(ssl.SSLError):
 def connect_pinned(host: str, port: int, fingerprint: str, timeout: float = 10.0) -> ssl.SSLSocket:
     """A TLS 1.3 connection to host:port whose certificate has `fingerprint`, or PinError / OSError."""
     raw = socket.create_connection((host, port), timeout=timeout)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # requests are small: no Nagle delay
     try:
         sock = client_context().wrap_socket(raw, server_hostname=None)
     except BaseException:
