@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from hoi4_arena.players.hand import SLOT_NS, Hand, HandConfig
+from hoi4_arena.players.hand import Hand, HandConfig
 from hoi4_arena.screen.events import KEY_CODES
-from hoi4_arena.screen.tokens import events_to_tokens
+from hoi4_arena.screen.tokens import SLOT_NS, events_to_tokens
 
 DECISION_NS = 8 * SLOT_NS
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-LATTICE = 1024
+from hoi4_arena.screen.lattice import LATTICE
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from hoi4_arena.screen.events import KEY_CODES, InputEvent
-
-SLOT_NS = 25_000_000
-"""A decision's 200 ms hold eight slots of 25 ms (screen/tokens.py)."""
+from hoi4_arena.screen.tokens import SLOT_NS
 
 
 @dataclass(frozen=True)
