@@ -43,10 +43,13 @@ LOCK = "recording.lock"
 BACKUP = "salvage-backup"
 """Inside a salvaged session: what salvage replaced, so that `salvage --undo` can put it back."""
 
-SOURCES = ("human", "scripted", "ai", "policy")
+SOURCES = ("human", "scripted", "ai", "policy", "video")
+"""Who made a session's inputs; `video` is a video imported without any (sessions/import_video.py)."""
 SPLITS = ("train", "val", "test")
 GAMES = ("sim", "hoi4")
 CODECS = ("x264", "ffv1", "nvenc")
+SOURCE_CODEC = "source"
+"""The codec of an imported video kept as it was (its manifest's `video` names the real one)."""
 GAME_SPEEDS = (1, 2, 3, 4, 5)
 
 
@@ -77,7 +80,7 @@ class SessionManifest:
     """What a session is: written at the start of a recording and completed by `close` or `salvage`."""
 
     source: str
-    """Who made the inputs: human, scripted, ai or policy."""
+    """Who made the inputs: human, scripted, ai, policy, or video (imported, no inputs)."""
     game_speed: int
     """HOI4's game speed 1..5 during the recording; required, because it changes what an input means."""
     screen: tuple[int, int]
@@ -87,7 +90,7 @@ class SessionManifest:
     game: str = "sim"
     """sim (the built-in simulator) or hoi4."""
     codec: str = "x264"
-    """x264 (CRF 4:4:4), ffv1 (lossless) or nvenc."""
+    """x264 (CRF 4:4:4), ffv1 (lossless), nvenc, or source (an imported video kept as it was)."""
     split: str = "train"
     """train, val or test; a data folder's splits.json overrides it."""
     id: str = ""
@@ -132,8 +135,8 @@ class SessionManifest:
             raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {self.split!r}")
         if self.game not in GAMES:
             raise ValueError(f"game must be one of {', '.join(GAMES)}, not {self.game!r}")
-        if self.codec not in CODECS:
-            raise ValueError(f"codec must be one of {', '.join(CODECS)}, not {self.codec!r}")
+        if self.codec not in (*CODECS, SOURCE_CODEC):
+            raise ValueError(f"codec must be one of {', '.join((*CODECS, SOURCE_CODEC))}, not {self.codec!r}")
         if isinstance(self.game_speed, bool) or self.game_speed not in GAME_SPEEDS:
             raise ValueError(f"game_speed must be one of 1..5, not {self.game_speed!r}")
         screen = tuple(self.screen) if isinstance(self.screen, list | tuple) else ()

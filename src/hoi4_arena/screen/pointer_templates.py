@@ -1,0 +1,249 @@
+"""Pointer templates: the game's cursor sprite(s) with their hotspots, saved from a worker, and finding
+the pointer in a video frame by matching them (numpy only).
+
+A template folder holds one RGBA PNG per distinct sprite and `pointers.json`:
+
+    {"format": "hoi4-arena-pointers", "version": 1,
+     "templates": [{"file": "pointer-0.png", "hotspot": [x, y], "game": "sim"}, ...]}
+
+`save_pointer(worker, folder)` adds the worker's current cursor (`Worker.pointer_image()`) unless the
+folder already holds the same sprite; run it again while the game shows another cursor to add that one.
+
+`PointerFinder.find(frame)` scores each template by the mean absolute difference of its opaque pixels
+(the sprite's see-through pixels show the game, so they are left out) at every position of a search
+box, and returns the best position's hotspot with a confidence in 0..1 (1: every opaque pixel
+exact; 0: off by 64 levels per channel on average, or worse). A sprite less than a sixth on screen is
+not found. It searches around the last position
+found first and, when the pointer is not there, the whole frame: pixels close to a sprite's commonest
+opaque colour (on every second row and column) propose boxes, and the boxes that hold the most of them
+are searched in full. A sprite cut by the screen's edge is scored on its pixels inside the frame.
+
+Try: .venv/bin/python -m hoi4_arena.screen.pointer_templates runs/pointers
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hoi4_arena.errors import UserError
+
+INDEX = "pointers.json"
+FORMAT = "hoi4-arena-pointers"
+VERSION = 1
+SCALE = 64.0
+"""Mean absolute difference (levels per channel) at which the confidence reaches 0."""
+LOCAL = 48
+"""Pixels around the last position searched before the whole frame."""
+CANDIDATE_BOXES = 6
+"""Boxes of the whole-frame search verified in full, the most promising first."""
+
+
+@dataclass(frozen=True)
+class PointerTemplate:
+    """One cursor sprite: (h, w, 4) uint8 RGBA and the hotspot (x, y) inside it."""
+
+    rgba: np.ndarray
+    hotspot: tuple[int, int]
+    game: str = ""
+    name: str = ""
+
+    @property
+    def opaque(self) -> np.ndarray:
+        return self.rgba[:, :, 3] >= 128
+
+
+@dataclass(frozen=True)
+class PointerMatch:
+    """Where a frame's pointer is: the hotspot in pixels (x, y), how sure, and which template."""
+
+    x: int
+    y: int
+    confidence: float
+    template: int
+
+
+# --- the template folder ---------------------------------------------------------------------------
+
+
+def save_pointer(worker, folder: str | Path, game: str = "") -> dict:
+    """Add the worker's current cursor sprite to the template folder; returns what the folder holds."""
+    from PIL import Image
+
+    rgba, hotspot = worker.pointer_image()
+    rgba = np.ascontiguousarray(rgba, dtype=np.uint8)
+    if rgba.ndim != 3 or rgba.shape[2] != 4 or not (rgba[:, :, 3] >= 128).any():
+        raise UserError(f"the worker's cursor image is empty or not RGBA ({rgba.shape}); nothing to save")
+    folder = Path(folder)
+    templates = load_templates(folder) if (folder / INDEX).is_file() else []
+    added = None
+    for template in templates:
+        same = template.rgba.shape == rgba.shape and np.array_equal(template.rgba, rgba)
+        if same and tuple(template.hotspot) == tuple(hotspot):
+            break
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"pointer-{len(templates)}.png"
+        Image.fromarray(rgba, "RGBA").save(folder / name)
+        templates.append(PointerTemplate(rgba, (int(hotspot[0]), int(hotspot[1])), game, name))
+        added = name
+    index = {
+        "format": FORMAT,
+        "version": VERSION,
+        "templates": [{"file": t.name, "hotspot": list(t.hotspot), "game": t.game} for t in templates],
+    }
+    tmp = folder / (INDEX + ".tmp")
+    tmp.write_text(json.dumps(index, indent=2) + "\n")
+    tmp.replace(folder / INDEX)
+    return {"folder": str(folder), "added": added, "templates": index["templates"]}
+
+
+def load_templates(folder: str | Path) -> list[PointerTemplate]:
+    """The templates of a folder `save_pointer` wrote; UserError naming what is wrong otherwise."""
+    from PIL import Image
+
+    folder = Path(folder)
+    index_path = folder / INDEX
+    if not index_path.is_file():
+        raise UserError(f"{folder}: no {INDEX}; make pointer templates with `hoi4-arena pointer {folder}`")
+    try:
+        index = json.loads(index_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UserError(f"{index_path}: not valid JSON ({error})") from None
+    if not isinstance(index, dict) or index.get("format") != FORMAT or index.get("version") != VERSION:
+        raise UserError(f"{index_path}: not a version {VERSION} pointer template index")
+    out = []
+    for entry in index.get("templates") or []:
+        path = folder / str(entry.get("file"))
+        hotspot = entry.get("hotspot")
+        try:
+            rgba = np.asarray(Image.open(path).convert("RGBA"))
+        except OSError as error:
+            raise UserError(f"{path}: cannot read the template image ({error})") from None
+        if not (isinstance(hotspot, list) and len(hotspot) == 2 and all(isinstance(v, int) for v in hotspot)):
+            raise UserError(f"{index_path}: {path.name} has no [x, y] hotspot")
+        out.append(PointerTemplate(rgba, (hotspot[0], hotspot[1]), str(entry.get("game", "")), path.name))
+    if not out:
+        raise UserError(f"{index_path}: lists no template")
+    return out
+
+
+# --- matching --------------------------------------------------------------------------------------
+
+
+def _box_scores(frame: np.ndarray, template: PointerTemplate, x0: int, y0: int, x1: int, y1: int):
+    """Mean absolute difference of the opaque pixels for every top-left (x, y) in [x0, x1) x [y0, y1).
+
+    Positions may put the sprite partly outside the frame; only its pixels inside count (a position
+    with less than a sixth of them inside scores infinity). Returns (scores (h, w), x0, y0).
+    """
+    th, tw = template.rgba.shape[:2]
+    height, width = frame.shape[:2]
+    x0, y0 = max(x0, 1 - tw), max(y0, 1 - th)
+    x1, y1 = min(x1, width), min(y1, height)
+    if x1 <= x0 or y1 <= y0:
+        return np.full((0, 0), np.inf), x0, y0
+    # The region the sprite can cover from these positions, padded where it leaves the frame.
+    rx0, ry0, rx1, ry1 = x0, y0, x1 + tw - 1, y1 + th - 1
+    region = np.zeros((ry1 - ry0, rx1 - rx0, 3), np.float32)
+    inside = np.zeros((ry1 - ry0, rx1 - rx0), np.float32)
+    cx0, cy0, cx1, cy1 = max(rx0, 0), max(ry0, 0), min(rx1, width), min(ry1, height)
+    region[cy0 - ry0 : cy1 - ry0, cx0 - rx0 : cx1 - rx0] = frame[cy0:cy1, cx0:cx1]
+    inside[cy0 - ry0 : cy1 - ry0, cx0 - rx0 : cx1 - rx0] = 1
+    mask = template.opaque
+    ys, xs = np.nonzero(mask)
+    colours = template.rgba[ys, xs, :3].astype(np.float32)  # (P, 3)
+    h, w = y1 - y0, x1 - x0
+    total = np.zeros((h, w), np.float32)
+    count = np.zeros((h, w), np.float32)
+    for (dy, dx), colour in zip(zip(ys.tolist(), xs.tolist(), strict=True), colours, strict=True):
+        patch = region[dy : dy + h, dx : dx + w]
+        valid = inside[dy : dy + h, dx : dx + w]
+        total += np.abs(patch - colour).sum(-1) * valid
+        count += valid
+    scores = np.where(count * 6 >= len(ys), total / np.maximum(count * 3, 1), np.inf)
+    return scores, x0, y0
+
+
+class PointerFinder:
+    """Finds the pointer frame after frame (see the module docstring); keeps the last position."""
+
+    def __init__(self, templates: list[PointerTemplate], min_confidence: float = 0.6) -> None:
+        if not templates:
+            raise UserError("no pointer template to search with")
+        self.templates = templates
+        self.min_confidence = min_confidence
+        self.last: PointerMatch | None = None
+        # Each template's commonest opaque colour proposes where to look in the whole frame.
+        self._keys = []
+        for template in templates:
+            pixels = template.rgba[template.opaque][:, :3]
+            values, counts = np.unique(pixels, axis=0, return_counts=True)
+            self._keys.append(values[int(np.argmax(counts))].astype(np.int16))
+
+    def _best_in(self, frame: np.ndarray, x0: int, y0: int, x1: int, y1: int) -> PointerMatch | None:
+        best = None
+        for number, template in enumerate(self.templates):
+            scores, bx, by = _box_scores(frame, template, x0, y0, x1, y1)
+            if not scores.size or not np.isfinite(scores).any():
+                continue
+            iy, ix = np.unravel_index(int(np.argmin(scores)), scores.shape)
+            confidence = max(0.0, 1.0 - float(scores[iy, ix]) / SCALE)
+            hx, hy = template.hotspot
+            match = PointerMatch(int(bx + ix + hx), int(by + iy + hy), confidence, number)
+            if best is None or match.confidence > best.confidence:
+                best = match
+        return best
+
+    def _around(self, frame: np.ndarray, x: int, y: int, radius: int) -> PointerMatch | None:
+        best = None
+        for template in self.templates:
+            hx, hy = template.hotspot
+            found = self._best_in(
+                frame, x - hx - radius, y - hy - radius, x - hx + radius + 1, y - hy + radius + 1
+            )
+            if found is not None and (best is None or found.confidence > best.confidence):
+                best = found
+        return best
+
+    def _proposals(self, frame: np.ndarray) -> list[tuple[int, int]]:
+        """Centres of the boxes (2 * LOCAL pixels wide) that hold the most pixels near a key colour."""
+        coarse = frame[::2, ::2].astype(np.int16)
+        cell = LOCAL  # boxes of LOCAL x LOCAL frame pixels, counted on the half-resolution grid
+        votes: dict[tuple[int, int], int] = {}
+        for key in self._keys:
+            near = np.abs(coarse - key).sum(-1) <= 36
+            ys, xs = np.nonzero(near)
+            for by, bx in zip((ys * 2 // cell).tolist(), (xs * 2 // cell).tolist(), strict=True):
+                votes[by, bx] = votes.get((by, bx), 0) + 1
+        ranked = sorted(votes.items(), key=lambda item: -item[1])[:CANDIDATE_BOXES]
+        return [(bx * cell + cell // 2, by * cell + cell // 2) for (by, bx), _ in ranked]
+
+    def find(self, frame: np.ndarray) -> PointerMatch | None:
+        """The pointer in `frame` ((H, W, 3) uint8 RGB), or None when no template matches well enough."""
+        found = None
+        if self.last is not None:
+            found = self._around(frame, self.last.x, self.last.y, LOCAL)
+        if found is None or found.confidence < self.min_confidence:
+            for cx, cy in self._proposals(frame):
+                candidate = self._around(frame, cx, cy, LOCAL)
+                if candidate is not None and (found is None or candidate.confidence > found.confidence):
+                    found = candidate
+                if found is not None and found.confidence >= 0.95:
+                    break
+        if found is None or found.confidence < self.min_confidence:
+            return None
+        self.last = found
+        return found
+
+
+if __name__ == "__main__":
+    try:
+        for template in load_templates(sys.argv[1]):
+            print(template.name, template.rgba.shape, "hotspot", template.hotspot, template.game)
+    except UserError as error:
+        sys.exit(f"error: {error}")
