@@ -102,6 +102,30 @@ def test_bundle_serve_and_probe_from_the_command_line(tmp_path: Path) -> None:
         report = json.loads(probe.stdout)
         assert report["attach"]["game"] == "sim" and report["focus"] is True
         assert report["capture_views_ms"]["count"] == 3 and report["status"]["armed"] is None
+        frame = tmp_path / "frame.png"
+        capture = subprocess.run(
+            [
+                *CLI,
+                "capture",
+                str(frame),
+                "--views",
+                str(tmp_path / "views"),
+                "--layout",
+                "cpu",
+                "--peer",
+                "local",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert capture.returncode == 0, capture.stderr
+        assert frame.stat().st_size > 0 and (tmp_path / "views" / "global.png").exists()
+        probed = subprocess.run(
+            [*CLI, "probe", "--peer", "local", "--captures", "2"], capture_output=True, text=True, env=env
+        )
+        assert probed.returncode == 0, probed.stderr
+        assert json.loads(probed.stdout)["attach"]["game"] == "sim"
         unknown = subprocess.run([*CLI, "probe-peer", "other"], capture_output=True, text=True, env=env)
         assert unknown.returncode == 2 and "no peer 'other'" in unknown.stderr
         assert "Traceback" not in unknown.stderr

@@ -281,7 +281,9 @@ class PeerClient(ProtocolClient):
                     handle.close()
 
 
-def connect(peer: Peer, observer: bool = False, timeout: float = 10.0) -> PeerClient:
+def connect(
+    peer: Peer, observer: bool = False, timeout: float = 10.0, client_class: type[PeerClient] = PeerClient
+) -> PeerClient:
     """Connect to `peer` (pinned TLS 1.3); call `attach` next. Network failures are UserErrors."""
     try:
         sock = connect_pinned(peer.host, peer.port, peer.fingerprint, timeout=timeout)
@@ -293,7 +295,22 @@ def connect(peer: Peer, observer: bool = False, timeout: float = 10.0) -> PeerCl
             "is `hoi4-arena serve-worker` running there?"
         ) from None
     sock.settimeout(None)
-    return PeerClient(sock, peer.token, observer)
+    return client_class(sock, peer.token, observer)
+
+
+class CommandPeerClient(PeerClient):
+    """A PeerClient for a command (`--peer`): a refused attach is a UserError, not a traceback."""
+
+    def attach(self) -> dict:
+        try:
+            return super().attach()
+        except WorkerError as error:
+            raise UserError(f"the station refused: {error.code}: {error.message}") from None
+
+
+def open_peer(name: str, peers: str | Path | None = None, observer: bool = False) -> CommandPeerClient:
+    """The named peer's client for a command, connected but not attached (the command attaches)."""
+    return connect(find_peer(name, peers), observer=observer, client_class=CommandPeerClient)
 
 
 def connect_peer(name: str, peers: str | Path | None = None, observer: bool = False) -> PeerClient:

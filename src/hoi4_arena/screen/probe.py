@@ -68,14 +68,19 @@ def open_worker(
     raise UserError(f"unknown game {game!r}; known games: {', '.join(GAMES)}")
 
 
-def run_capture(config: CaptureConfig) -> dict:
-    """Grab one frame and its views from the current game and write them as PNGs."""
+def run_capture(config: CaptureConfig, worker: Worker | None = None) -> dict:
+    """Grab one frame and its views from the current game and write them as PNGs.
+
+    `worker`: one opened elsewhere (a station's, for `--peer`) instead of the config's game.
+    """
     from PIL import Image
 
     layout = ViewLayout.named(config.layout)
-    with open_worker(
-        config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
-    ) as worker:
+    if worker is None:
+        worker = open_worker(
+            config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
+        )
+    with worker:
         info = worker.attach()
         try:
             capture = worker.capture(CaptureRequest(views=config.views_dir is not None, full=True))
@@ -123,12 +128,14 @@ def _timed(call) -> float:
     return (time.perf_counter_ns() - start) / 1e6
 
 
-def run_probe(config: ProbeConfig) -> dict:
-    """What the worker sees, and how fast it captures and applies."""
+def run_probe(config: ProbeConfig, worker: Worker | None = None) -> dict:
+    """What the worker sees, and how fast it captures and applies (`worker`: as for `run_capture`)."""
     layout = ViewLayout.named(config.layout)
-    with open_worker(
-        config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
-    ) as worker:
+    if worker is None:
+        worker = open_worker(
+            config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
+        )
+    with worker:
         info = worker.attach()
         try:
             views = [
