@@ -159,3 +159,8 @@ def test_converters_read_what_they_write() -> None:
 def test_a_field_that_is_not_in_the_config_is_refused() -> None:
     with pytest.raises(TypeError, match="no field"):
         from_config(Demo, options={"nope": Opt()})(lambda config: None)
+
+
+def test_a_list_or_mapping_without_a_converter_is_refused_when_the_command_is_made() -> None:
+    with pytest.raises(TypeError, match=r"Demo.speeds .* needs a converter"):
+        from_config(Demo, arguments=("out",))(lambda config: None)

@@ -208,6 +208,12 @@ def _parameters(cls: type, arguments: Sequence[str], options: dict[str, Opt], sk
                 kind = kind | None
             metavar = opt.metavar or opt.convert.metavar
         else:
+            origin, args = typing.get_origin(kind), typing.get_args(kind)
+            if origin is dict or (origin is tuple and Ellipsis in args) or kind is Any:
+                raise TypeError(
+                    f"{cls.__name__}.{f.name} ({hints[f.name]}) needs a converter on the command line "
+                    "(Opt(convert=value_list(...)) or KEY_VALUES)"
+                )
             if optional:
                 kind = kind | None
             metavar = opt.metavar
