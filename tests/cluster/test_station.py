@@ -291,6 +291,21 @@ def test_fuzzed_frames_over_tls_leave_the_station_serving(
     probe.close()
 
 
+def test_a_connection_that_never_attaches_is_dropped(identity) -> None:
+    bundle, entry, _ = identity
+    worker = SimWorker(size=(180, 320), layout="cpu")
+    with Station(worker, bundle, "127.0.0.1", 0, handshake_timeout=0.3) as quick:
+        peer = Peer("test", "127.0.0.1", quick.address[1], entry.fingerprint, entry.token)
+        client = connect(peer)
+        try:
+            client.sock.settimeout(10)
+            assert client.sock.recv(1) == b""  # closed by the station, not by a timeout here
+        finally:
+            client.close()
+        assert quick.connections["idle_dropped"] == 1
+        attached(peer).close()
+
+
 def test_listening_beyond_loopback_needs_an_explicit_flag(identity) -> None:
     bundle, _, _ = identity
     worker = SimWorker(size=(180, 320), layout="cpu")

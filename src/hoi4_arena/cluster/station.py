@@ -11,7 +11,8 @@ The framing is the worker protocol's (screen/protocol.py); what the network adds
 - One full connection at a time: a second gets `worker_busy`. Any number of observers (up to
   `max_connections` connections in all) may attach with `"observer": true`: they may only attach,
   read status, capture and read telemetry; `arm`, `apply` and the rest get `observer`.
-- A started message must arrive whole within `message_timeout` seconds; a stall ends the connection.
+- The attach must start within `handshake_timeout` seconds of connecting, and every started message
+  must arrive whole within `message_timeout` seconds; a stall ends the connection.
   When the full connection ends -- close, disconnect, stall, framing error -- every held key and button
   is released. A client's `close` ends its connection, never the station's worker.
 - Loopback by default: listening on any other address needs `allow_remote=True` (`--allow-remote`).
@@ -29,6 +30,7 @@ import contextlib
 import hmac
 import ipaddress
 import logging
+import select
 import socket
 import ssl
 import threading
@@ -135,7 +137,13 @@ class Station:
         self._slots = threading.BoundedSemaphore(max_connections)
         self._stopping = threading.Event()
         self._threads: set[threading.Thread] = set()
-        self.connections = {"accepted": 0, "refused_busy": 0, "refused_token": 0, "handshake_failed": 0}
+        self.connections = {
+            "accepted": 0,
+            "refused_busy": 0,
+            "refused_token": 0,
+            "handshake_failed": 0,
+            "idle_dropped": 0,
+        }
         try:
             self._listener = socket.create_server((host, port), family=_family(host))
         except OSError as error:
@@ -227,6 +235,12 @@ class Station:
                 return
             self.connections["accepted"] += 1
             try:
+                # Nobody holds a connection slot without a word: the attach must start within the
+                # handshake timeout (and then arrive whole within the message timeout).
+                if not sock.pending() and not select.select([sock], [], [], self.handshake_timeout)[0]:
+                    self.connections["idle_dropped"] += 1
+                    log.info("dropping %s: no attach within %s s", peer, self.handshake_timeout)
+                    return
                 serve_socket(
                     self.shared,
                     sock,
