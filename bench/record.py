@@ -46,7 +46,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from apps.target import PatternApp  # noqa: E402 -- the tests' target window
-
 from hoi4_arena.screen.worker import CaptureRequest  # noqa: E402
 from hoi4_arena.screen.x11_worker import X11Worker, find_window  # noqa: E402
 from hoi4_arena.screen.xvfb import Xvfb  # noqa: E402
