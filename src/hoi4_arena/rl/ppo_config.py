@@ -68,7 +68,7 @@ class PPOConfig:
     """Shaping terms and their weights on top of the outcome (win 1, draw 0.5, loss 0): setup,
     victory_points, provinces."""
     arena: tuple[str, ...] = ("plains",)
-    """Presets the games' maps are drawn from."""
+    """Maps the games are drawn from: presets (their map seed drawn from --map-seeds) or preset:seed."""
     map_seeds: tuple[int, int] = (0, 0)
     """Map seeds drawn from LOW-HIGH."""
     ai_strength: tuple[float, float] = (0.5, 0.5)
@@ -164,10 +164,10 @@ class PPOConfig:
             raise UserError(f"--ai-strength must be LOW-HIGH within 0..1, not {low_s}-{high_s}")
         from hoi4_arena.maps.presets import PRESETS
 
-        unknown = [a for a in self.arena if a not in PRESETS]
+        unknown = [a for a in self.arena if a.partition(":")[0] not in PRESETS or not _seed_ok(a)]
         if unknown or not self.arena:
             raise UserError(
-                f"--arena takes presets ({', '.join(PRESETS)}), not {', '.join(unknown) or 'nothing'}"
+                f"--arena takes presets ({', '.join(PRESETS)}) or preset:seed, not {', '.join(unknown) or 'nothing'}"
             )
         from hoi4_arena.play.runner import check_size
 
@@ -204,6 +204,11 @@ class PPOConfig:
                 f"{', '.join(RESUMABLE_CHANGES)} may change, or start a new run in another folder"
             )
         return replace(self, **{k: v for k, v in changes.items() if k in RESUMABLE_CHANGES})
+
+
+def _seed_ok(arena: str) -> bool:
+    _, colon, seed = arena.partition(":")
+    return not colon or seed.isdigit()
 
 
 def _plain(value: Any) -> Any:

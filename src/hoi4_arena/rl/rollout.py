@@ -58,7 +58,7 @@ class Schedule:
     games: int = 4
     """Games played at once (the slots)."""
     arenas: tuple[str, ...] = ("plains",)
-    """Presets a game's map is drawn from."""
+    """Maps a game's map is drawn from: a preset (its map seed drawn from `map_seeds`) or preset:seed."""
     map_seeds: tuple[int, int] = (0, 0)
     """The map seed is drawn from LOW..HIGH."""
     ai_strength: tuple[float, float] = (0.5, 0.5)
@@ -70,6 +70,9 @@ class Schedule:
         rng = np.random.default_rng([self.seed, slot, number, 0x726C])
         arena = self.arenas[int(rng.integers(len(self.arenas)))]
         map_seed = int(rng.integers(self.map_seeds[0], self.map_seeds[1] + 1))
+        arena, fixed, seed_text = arena.partition(":")
+        if fixed:  # preset:seed names its map
+            map_seed = int(seed_text)
         low, high = self.ai_strength
         strength = round(low + (high - low) * float(rng.random()), 4)
         side = TAGS[number % 2] if self.games == 1 else TAGS[slot % 2]
