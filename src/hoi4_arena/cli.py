@@ -164,7 +164,9 @@ from hoi4_arena.play.evaluate import EvaluateConfig  # noqa: E402 -- numpy-free 
 
 
 @app.command("evaluate", rich_help_panel="Play and evaluate")
-@from_config(EvaluateConfig, arguments=("a", "b", "out"), options={"size": Opt(convert=SIZE)}, skip=("progress",))
+@from_config(
+    EvaluateConfig, arguments=("a", "b", "out"), options={"size": Opt(convert=SIZE)}, skip=("progress",)
+)
 def evaluate_command(config: EvaluateConfig) -> None:
     """Two players play the game's AI on the same seeds from both sides; a paired comparison with p-value."""
     from hoi4_arena.play.evaluate import run_evaluate
@@ -601,7 +603,9 @@ def _key_codes(items: list[str]) -> tuple[int, ...]:
         "out": Opt(metavar="OUT"),
         "policy": Opt(convert=KEY_VALUES, extra="Repeatable: --policy KEY=VALUE."),
         "sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
-        "drop_keys": Opt(convert=value_list(whole=_key_codes), extra="Codes (0x41, 65) or names (a); repeatable."),
+        "drop_keys": Opt(
+            convert=value_list(whole=_key_codes), extra="Codes (0x41, 65) or names (a); repeatable."
+        ),
     },
 )
 def train_bc_command(
