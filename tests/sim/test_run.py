@@ -2,6 +2,10 @@ import json
 import subprocess
 import sys
 
+from typer.testing import CliRunner
+
+from hoi4_arena.cli import app
+from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import ArenaState
 
 
@@ -36,12 +40,15 @@ def test_sim_run_plays_a_game_and_writes_the_log(tmp_path) -> None:
 
 
 def test_sim_run_refuses_bad_input_with_a_message() -> None:
-    for args in (
-        ("--preset", "volcano"),
-        ("--ai", "all"),
-        ("--declarer", "GRN"),
-        ("--ai", "BLU", "--rush", "BLU"),
-        ("--days", "0"),
+    for args, message in (
+        (("--preset", "volcano"), "volcano"),
+        (("--ai", "all"), "--ai"),
+        (("--declarer", "GRN"), "declarer"),
+        (("--ai", "BLU", "--rush", "BLU"), "both the AI and the rush plan"),
+        (("--days", "0"), "days"),
     ):
-        out = _cli("sim-run", *args)
-        assert out.returncode == 2 and "Traceback" not in out.stderr and "error" in out.stderr, args
+        result = CliRunner().invoke(app, ["sim-run", *args])
+        assert isinstance(result.exception, UserError) and message in str(result.exception), args
+    # Through the real entry point: a one-line message and status 2, no traceback.
+    out = _cli("sim-run", "--preset", "volcano")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "error" in out.stderr
