@@ -22,7 +22,6 @@ import ast
 import dataclasses
 import functools
 import inspect
-import textwrap
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -37,6 +36,27 @@ from hoi4_arena.errors import UserError
 
 
 @functools.cache
+def _module_tree(path: str) -> ast.Module:
+    with open(path, encoding="utf-8") as source:
+        return ast.parse(source.read(), path)
+
+
+def _class_node(klass: type) -> ast.ClassDef:
+    """The class statement of `klass` in its module's source (one parse per module, shared)."""
+    path = inspect.getsourcefile(klass)
+    if path is None:
+        raise TypeError(f"{klass.__qualname__} has no source file to read its field docstrings from")
+    body: list[ast.stmt] = _module_tree(path).body
+    node: ast.stmt | None = None
+    for name in klass.__qualname__.split("."):
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if node is None:
+            raise TypeError(f"class {klass.__qualname__} not found in {path}")
+        body = node.body
+    return node  # type: ignore[return-value]
+
+
+@functools.cache
 def field_docs(cls: type) -> dict[str, str]:
     """Each dataclass field's docstring (the string literal after it) as one line, by field name.
 
@@ -47,8 +67,7 @@ def field_docs(cls: type) -> dict[str, str]:
     for klass in reversed(cls.__mro__[:-1]):
         if not dataclasses.is_dataclass(klass):
             continue
-        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        body = tree.body[0].body  # type: ignore[attr-defined]
+        body = _class_node(klass).body
         for node, following in zip(body, body[1:], strict=False):
             if (
                 isinstance(node, ast.AnnAssign)
