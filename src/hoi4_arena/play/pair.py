@@ -1,0 +1,1015 @@
+"""`hoi4-arena collect-pair CONFIG.json OUT`: two players face each other in one simulated world.
+
+A pair config (JSON, read into `PairConfig` and checked field by field) names both players -- each a
+policy checkpoint, `random`, `scripted` or `ai` (the game's AI) -- and the side each plays in the
+first game, the arena schedule, the budgets (games, minutes of play on the game's clock) and the seed,
+salted by the pair id:
+
+    {"pair_id": "ppo-vs-bc",
+     "players": [{"player": "runs/ppo/last.pt", "side": "BLU", "name": "ppo"},
+                 {"player": "runs/bc/last.pt", "side": "RED", "name": "bc"}],
+     "schedule": {"arenas": ["plains", "river:3"], "swap_sides": true},
+     "budget": {"games": 20, "minutes": 60},
+     "seed": 1000, "size": [960, 540], "speed": 5, "max_days": 365, "deterministic": false}
+
+Checkpoints are frozen: each is copied to OUT/players/<sha256>.pt and played from there; a player
+entry's `sha256`, or the hash OUT already holds for it, must match the file's bytes (a changed file is
+refused). Games 2k and 2k + 1 play the same seed (`game_seed(pair_id, seed + k)`) with the sides
+swapped (`swap_sides`), the maps cycling pair by pair.
+
+Each game is one `screen.pair_worker.PairHub` (one world, a screen and a worker per played side; the
+game's AI for an `ai` side, which makes it the one-player game) and one `screen.game.Game` per side,
+played by `play_game` in its own thread: the barrier in the workers' `wait_until` holds them in
+lockstep (the world steps once per tick after both sides' inputs of that tick are in), and each
+player's inputs are dispatched from its own thread, so a slow player never delays the other's. Both
+sides go through the same match harness as every game (both type the same keys at the same instants;
+the shared clock makes that one start).
+
+Gates, from the screens (the top bar's date box, cropped every few decisions) and the ARENA log each
+worker read; the first that fails marks the game invalid with its reason (the game is kept):
+
+- ready: both sides started the match (the harness read one declarer) and made decisions;
+- healthy: no worker refused a request, no harness error;
+- disconnect: no side left early (a player that raised, a barrier wait that timed out);
+- paused: the date box never froze while the world ran on (nobody held the game paused);
+- desync: the two screens' date boxes agree whenever both were read at one instant (pointer away);
+- speed: the game hours the log shows match the match's speed over its play time;
+- winner: the log named a winner or a draw, and both sides saw the same end.
+
+Each decision's `late_ms` is the wall time from the capture request to the inputs handed to the worker
+(how late its first slot would reach a live game); a decision of 200 ms or more is a `deadline_miss`.
+
+    OUT/pair.json                  the config, the resolved players (sha256), checked on resume
+    OUT/players/<sha256>.pt        the frozen checkpoints
+    OUT/results.jsonl              two rows a game (`results.GameResult`, one per player)
+    OUT/g0000/manifest.json        the game: plan, gates, valid, reason, per side its record, late_ms
+    OUT/g0000/<SIDE>/              each player's session (unless "record": false)
+    OUT/g0000/worker-<SIDE>.jsonl  each worker's log: every event it fed with its virtual times
+
+Re-running with the same OUT resumes (games with rows are skipped). The summary goes to stdout as JSON;
+the exit status is 1 when a game failed a gate outside the players (ready, healthy, disconnect, paused,
+desync, speed), 0 otherwise (a player that raised is the player's failure: that game invalid, the run
+goes on).
+
+Try: hoi4-arena collect-pair pair.json runs/pair   (with {"pair_id": "t", "players": [{"player":
+     "random", "side": "BLU"}, {"player": "scripted", "side": "RED"}], "budget": {"games": 2}})
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.results import GameResult, append_result, read_results, win_record
+from hoi4_arena.screen.game import GameRecord, GameSettings, play_game
+from hoi4_arena.screen.tokens import DECISION_NS
+from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerError
+
+log = logging.getLogger(__name__)
+
+SETTINGS = "pair.json"
+RESULTS = "results.jsonl"
+KINDS = ("checkpoint", "random", "scripted", "ai")
+MODES = ("sample", "point", "deterministic")
+DEADLINE_MS = DECISION_NS / 1e6
+OUTSIDE = ("ready", "healthy", "disconnect", "paused", "desync", "speed")
+"""Gates whose failure is not the players': the run exits 1 when a game fails one."""
+GATES = ("ready", "healthy", "disconnect", "paused", "desync", "speed", "winner")
+DATE_BOX = "pair_date"
+
+
+# --- the config -------------------------------------------------------------------------------------
+
+
+def _whole(value: Any, what: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
+    return value
+
+
+def _keys(data: Any, cls: type, what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise UserError(f"{what} must be a JSON object, not {data!r}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise UserError(f"{what} has unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    return data
+
+
+@dataclass
+class PairPlayer:
+    """One player of a pair."""
+
+    player: str
+    """A policy checkpoint file, `random`, `scripted` (the scripted player) or `ai` (the game's AI)."""
+    side: str
+    """The side it plays in the first game (BLU or RED); with swap_sides, game 2k + 1 swaps."""
+    name: str | None = None
+    """Its name in results (default: the checkpoint's folder/stem, or the kind)."""
+    mode: str = "sample"
+    """A checkpoint's decoding: sample, point or deterministic (the config's `deterministic` forces it)."""
+    temperature: float = 1.0
+    """A checkpoint's sampling temperature."""
+    sha256: str | None = None
+    """The checkpoint's expected sha256: a file with other bytes is refused."""
+    ai_strength: float = 0.5
+    """The game's AI's strength 0..1, for an `ai` player."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.player, str) or not self.player:
+            raise UserError(f"a player must name a checkpoint, random, scripted or ai, not {self.player!r}")
+        if self.side not in TAGS:
+            raise UserError(f"player {self.player}: side must be BLU or RED, not {self.side!r}")
+        if self.mode not in MODES:
+            raise UserError(
+                f"player {self.player}: mode must be one of {', '.join(MODES)}, not {self.mode!r}"
+            )
+        if not isinstance(self.temperature, int | float) or not 0 <= self.temperature <= 100:
+            raise UserError(f"player {self.player}: temperature must lie in 0..100, not {self.temperature!r}")
+        if not isinstance(self.ai_strength, int | float) or not 0 <= self.ai_strength <= 1:
+            raise UserError(f"player {self.player}: ai_strength must lie in 0..1, not {self.ai_strength!r}")
+        if self.kind != "checkpoint" and (self.sha256 is not None or self.mode != "sample"):
+            raise UserError(f"player {self.player}: sha256 and mode are for a checkpoint")
+        if self.kind == "checkpoint" and not Path(self.player).is_file():
+            raise UserError(
+                f"unknown player {self.player!r}: not a checkpoint file, nor random, scripted or ai"
+            )
+
+    @property
+    def kind(self) -> str:
+        return self.player if self.player in KINDS[1:] else "checkpoint"
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        if self.kind != "checkpoint":
+            return self.kind
+        path = Path(self.player)
+        return f"{path.parent.name}/{path.stem}" if path.parent.name else path.stem
+
+
+@dataclass
+class PairSchedule:
+    """Which maps the games play, and whether the sides swap."""
+
+    arenas: tuple[str, ...] = ("plains",)
+    """Presets (a bare preset is its map of seed 0), preset:seed or map folders, cycled pair by pair."""
+    swap_sides: bool = True
+    """Games 2k and 2k + 1 play one seed with the players' sides swapped."""
+
+
+@dataclass
+class PairBudget:
+    """How much a run plays."""
+
+    games: int = 2
+    """At most this many games."""
+    minutes: float | None = None
+    """At most this much play in all, in minutes of the game's clock (the game that runs it out is cut)."""
+
+    def __post_init__(self) -> None:
+        _whole(self.games, "budget.games", 1)
+        if self.minutes is not None and (
+            isinstance(self.minutes, bool)
+            or not isinstance(self.minutes, int | float)
+            or not self.minutes > 0
+        ):
+            raise UserError(f"budget.minutes must be a number > 0 (or left out), not {self.minutes!r}")
+
+
+@dataclass
+class PairConfig:
+    """A pair config file: who plays whom, on what, for how long."""
+
+    pair_id: str
+    """The pair's name: it salts the game seeds (another id plays other games)."""
+    players: tuple[PairPlayer, PairPlayer]
+    """The two players, on opposite sides."""
+    schedule: PairSchedule = field(default_factory=PairSchedule)
+    budget: PairBudget = field(default_factory=PairBudget)
+    seed: int = 0
+    """The first pair's seed before salting: pair k plays game_seed(pair_id, seed + k)."""
+    size: tuple[int, int] = (540, 960)
+    """The screen (height, width); in JSON [width, height], e.g. [960, 540]."""
+    speed: int = 5
+    """Game speed 1..5."""
+    max_days: int = 365
+    """Each game's time limit in days: a draw when reached."""
+    max_decisions: int = 0
+    """Stop a game after this many decisions (0: no limit; a game stopped so is invalid)."""
+    deterministic: bool = False
+    """Evaluation mode: every checkpoint decodes deterministically (argmax), so a game depends only on
+    its seed."""
+    record: bool = True
+    """Record both players' sessions."""
+    codec: str = "x264"
+    """Session video codec: x264 or ffv1."""
+
+    def __post_init__(self) -> None:
+        from hoi4_arena.play.runner import check_size, map_list
+
+        if not isinstance(self.pair_id, str) or not self.pair_id.strip():
+            raise UserError(f"pair_id must be a non-empty name, not {self.pair_id!r}")
+        if len(self.players) != 2:
+            raise UserError(f"a pair has two players, not {len(self.players)}")
+        a, b = self.players
+        if a.side == b.side:
+            raise UserError(f"both players are on one side ({a.side}): give one BLU and the other RED")
+        if a.kind == "ai" and b.kind == "ai":
+            raise UserError("both players are the game's AI: at least one must play through the screen")
+        if a.label == b.label:
+            raise UserError(f"both players are named {a.label!r}: give one of them a name")
+        _whole(self.seed, "seed", 0)
+        _whole(self.max_days, "max_days", 1)
+        _whole(self.max_decisions, "max_decisions", 0)
+        if self.speed not in range(1, 6):
+            raise UserError(f"speed must be 1..5, not {self.speed!r}")
+        if self.codec not in ("x264", "ffv1"):
+            raise UserError(f"codec must be x264 or ffv1, not {self.codec!r}")
+        check_size(self.size)
+        if any(p.kind == "scripted" for p in self.players) and self.size not in ((540, 960), (1080, 1920)):
+            raise UserError("the scripted player's calibration ships for 960x540 and 1920x1080 only")
+        if not self.schedule.arenas:
+            raise UserError("schedule.arenas needs at least one map")
+        self.maps = map_list(",".join(self.schedule.arenas), bare_seed=0)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PairConfig:
+        data = dict(_keys(data, cls, "the pair config"))
+        for key in ("pair_id", "players"):
+            if key not in data:
+                raise UserError(f"the pair config needs {key!r}")
+        players = data["players"]
+        if not isinstance(players, list) or len(players) != 2:
+            raise UserError(f"players must be a list of two players, not {players!r}")
+        made = []
+        for i, entry in enumerate(players):
+            entry = _keys(entry, PairPlayer, f"players[{i}]")
+            if "player" not in entry or "side" not in entry:
+                raise UserError(f"players[{i}] needs 'player' and 'side'")
+            made.append(PairPlayer(**entry))
+        data["players"] = tuple(made)
+        schedule = dict(_keys(data.get("schedule", {}), PairSchedule, "schedule"))
+        if "arenas" in schedule:
+            arenas = schedule["arenas"]
+            if isinstance(arenas, str):
+                arenas = [arenas]
+            if not isinstance(arenas, list) or not all(isinstance(a, str) for a in arenas):
+                raise UserError(f"schedule.arenas must be a list of maps, not {arenas!r}")
+            schedule["arenas"] = tuple(arenas)
+        data["schedule"] = PairSchedule(**schedule)
+        data["budget"] = PairBudget(**_keys(data.get("budget", {}), PairBudget, "budget"))
+        if "size" in data:
+            size = data["size"]
+            if not isinstance(size, list) or len(size) != 2 or not all(isinstance(v, int) for v in size):
+                raise UserError(f"size must be [width, height], e.g. [960, 540], not {size!r}")
+            data["size"] = (size[1], size[0])
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> PairConfig:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except OSError as error:
+            raise UserError(f"cannot read the pair config {path}: {error.strerror or error}") from None
+        except ValueError as error:
+            raise UserError(f"{path} is not JSON: {error}") from None
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["size"] = [self.size[1], self.size[0]]
+        data["schedule"]["arenas"] = list(self.schedule.arenas)
+        data["players"] = [dataclasses.asdict(p) for p in self.players]
+        return data
+
+
+@dataclass
+class CollectPairConfig:
+    """Settings of `hoi4-arena collect-pair`."""
+
+    config: Path
+    """The pair config (JSON): players, schedule, budgets, seed; see `hoi4-arena collect-pair --help`."""
+    out: Path
+    """Folder for the frozen players, the games' sessions and manifests, results.jsonl; re-running resumes."""
+    threads: int = 1
+    """Torch CPU threads per policy (0: torch's default)."""
+    barrier_timeout_s: float = 60.0
+    """Wall-clock seconds a side waits at the barrier for the other before its game is a disconnect."""
+    wall_minutes: float = 0.0
+    """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
+    progress: bool = True
+    """A line per game on stderr."""
+
+    def __post_init__(self) -> None:
+        self.config, self.out = Path(self.config), Path(self.out)
+        _whole(self.threads, "--threads", 0)
+        if not self.barrier_timeout_s > 0:
+            raise UserError(f"--barrier-timeout-s must be > 0, not {self.barrier_timeout_s!r}")
+        if not self.wall_minutes >= 0:
+            raise UserError(f"--wall-minutes must be >= 0, not {self.wall_minutes!r}")
+        if self.out.exists() and not self.out.is_dir():
+            raise UserError(f"{self.out} exists and is not a folder")
+
+
+# --- seeds, plans, frozen players ---------------------------------------------------------------------
+
+
+def game_seed(pair_id: str, base: int) -> int:
+    """A game seed salted by the pair id: the same id and base give the same game, another id another."""
+    digest = hashlib.sha256(f"hoi4-arena pair {pair_id} {base}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    """One game of a pair run."""
+
+    index: int
+    spec: str
+    seed: int
+    sides: dict[str, int]
+    """Side -> the index of the player who plays it."""
+
+
+def plan_game(config: PairConfig, index: int) -> PairPlan:
+    k = index // 2 if config.schedule.swap_sides else index
+    swap = config.schedule.swap_sides and index % 2 == 1
+    sides = {}
+    for i, player in enumerate(config.players):
+        sides[other_tag(player.side) if swap else player.side] = i
+    spec = config.maps[k % len(config.maps)]
+    return PairPlan(index, spec, game_seed(config.pair_id, config.seed + k), dict(sorted(sides.items())))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def freeze_players(
+    config: PairConfig, out: Path, stored: list[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
+    """Each player's identity; checkpoints copied to OUT/players/<sha256>.pt. A checkpoint whose bytes
+    differ from its entry's sha256, or from the hash OUT already holds for it, is refused."""
+    identities = []
+    for i, player in enumerate(config.players):
+        identity: dict[str, Any] = {"name": player.label, "kind": player.kind, "player": player.player}
+        if player.kind == "checkpoint":
+            digest = file_sha256(Path(player.player))
+            expected = player.sha256 or (stored[i].get("sha256") if stored else None)
+            if expected is not None and digest != expected:
+                raise UserError(
+                    f"checkpoint {player.player} has changed: its sha256 is {digest}, the pair expects "
+                    f"{expected}; give the file it was frozen from, or use a new OUT"
+                )
+            frozen = out / "players" / f"{digest}.pt"
+            if not frozen.is_file():
+                frozen.parent.mkdir(parents=True, exist_ok=True)
+                partial = frozen.with_suffix(".part")
+                shutil.copyfile(player.player, partial)
+                partial.replace(frozen)
+            if file_sha256(frozen) != digest:
+                raise UserError(f"{frozen} does not hold the bytes its name says; remove it and run again")
+            identity.update(sha256=digest, frozen=str(frozen.relative_to(out)))
+        identities.append(identity)
+    return identities
+
+
+# --- the players of one game ----------------------------------------------------------------------------
+
+
+class TimedPlayer:
+    """A player whose decisions are timed: `late_ms` per decision, wall clock from its capture request
+    to the events it returns (everything else is the player's)."""
+
+    def __init__(self, player: Any) -> None:
+        self.player = player
+        self.late_ms: list[float] = []
+        self._asked = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.player, name)
+
+    def request(self) -> CaptureRequest:
+        self._asked = time.perf_counter()
+        return self.player.request()
+
+    def decide(self, capture: Capture) -> list:
+        events = self.player.decide(capture)
+        self.late_ms.append(round((time.perf_counter() - self._asked) * 1e3, 3))
+        return events
+
+
+class _Players:
+    """The run's players, loaded once (a checkpoint from its frozen copy); `make(i, side, plan, worker)`
+    gives player i's player for one game."""
+
+    def __init__(self, config: PairConfig, identities: list[dict[str, Any]], out: Path) -> None:
+        self.config = config
+        self.policies: list[Any] = []
+        for player, identity in zip(config.players, identities, strict=True):
+            if player.kind == "checkpoint":
+                from hoi4_arena.play.policy_player import PolicyPlayer
+
+                mode = "deterministic" if config.deterministic else player.mode
+                policy = PolicyPlayer(out / identity["frozen"], mode=mode, temperature=player.temperature)
+                policy.name = player.label
+                try:
+                    policy.layout.check_screen(config.size)
+                except ValueError as error:
+                    raise UserError(
+                        f"checkpoint {player.player} reads view layout {policy.layout.name!r}, which a "
+                        f"{config.size[1]}x{config.size[0]} game cannot provide: {error}"
+                    ) from None
+                self.policies.append(policy)
+            elif player.kind == "random":
+                from hoi4_arena.play.random_policy import RandomPolicy
+
+                policy = RandomPolicy()
+                policy.name = player.label
+                self.policies.append(policy)
+            else:
+                self.policies.append(None)
+
+    def layout(self, i: int) -> str:
+        policy = self.policies[i]
+        layout = getattr(policy, "layout", None)
+        return layout.name if layout is not None else "cpu"
+
+    def make(self, i: int, side: str, plan: PairPlan, worker: Worker) -> Any:
+        from hoi4_arena.screen.game import TokenPlayer
+
+        player = self.config.players[i]
+        if player.kind in ("checkpoint", "random"):
+            return TokenPlayer(self.policies[i], seed=plan.seed, side=side, speed=self.config.speed)
+        from hoi4_arena.players.scripted import ScriptedPlayer
+        from hoi4_arena.players.templates import sim_rules
+
+        rgba, hotspot = worker.pointer_image()
+        return ScriptedPlayer(
+            sim_rules(self.config.size), plan.seed, cursor=(rgba.shape[1], rgba.shape[0], hotspot)
+        )
+
+
+# --- what the gates read ----------------------------------------------------------------------------------
+
+
+class GateProbe(Worker):
+    """A worker that passes everything through and notes what the gates read: every `every`-th capture
+    also crops the top bar's date box (`samples`: t_ns, pointer, crop), and every log read the game hour
+    and whether the log had named the end (`hours`: t_ns, h, over)."""
+
+    def __init__(self, worker: Worker, box: tuple[int, int, int, int], every: int) -> None:
+        from hoi4_arena.gamelog import ArenaState
+
+        self.worker = worker
+        self.box = box
+        self.every = every
+        self.samples: list[tuple[int, tuple[int, int], bytes]] = []
+        self.hours: list[tuple[int, int, bool]] = []
+        self._state = ArenaState()
+        self._captures = 0
+
+    def capture(self, request: CaptureRequest | None = None) -> Capture:
+        request = request or CaptureRequest()
+        sample = self._captures % self.every == 0
+        self._captures += 1
+        if sample:
+            request = dataclasses.replace(request, regions={**request.regions, DATE_BOX: self.box})
+        capture = self.worker.capture(request)
+        if sample:
+            crop = capture.regions.get(DATE_BOX)
+            if crop is not None:
+                self.samples.append((capture.t_ns, tuple(capture.pointer), crop.tobytes()))
+        return capture
+
+    def game_log(self, offset: int = 0) -> tuple[list[str], int]:
+        from hoi4_arena.gamelog import GameLogError, parse_line
+
+        lines, end = self.worker.game_log(offset)
+        for text in lines:
+            with contextlib.suppress(GameLogError):
+                line = parse_line(text)
+                if line is not None:
+                    self._state.update(line)
+        self.hours.append((self.worker.now_ns(), self._state.h, self._state.over))
+        return lines, end
+
+    def attach(self) -> dict:
+        return self.worker.attach()
+
+    def status(self) -> dict:
+        return self.worker.status()
+
+    def arm(self, mode) -> None:
+        self.worker.arm(mode)
+
+    def disarm(self) -> None:
+        self.worker.disarm()
+
+    def apply(self, events: list, timed: bool = False) -> dict:
+        return self.worker.apply(events, timed)
+
+    def release(self) -> None:
+        self.worker.release()
+
+    def focus(self) -> bool:
+        return self.worker.focus()
+
+    def events(self) -> list:
+        return self.worker.events()
+
+    def pointer_image(self):
+        return self.worker.pointer_image()
+
+    def now_ns(self) -> int:
+        return self.worker.now_ns()
+
+    def wait_until(self, t_ns: int) -> None:
+        self.worker.wait_until(t_ns)
+
+    def telemetry(self) -> dict:
+        return self.worker.telemetry()
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+def _near(pointer: tuple[int, int], box: tuple[int, int, int, int], margin: int = 32) -> bool:
+    x, y = pointer
+    bx, by, bw, bh = box
+    return bx - margin <= x < bx + bw + margin and by - margin <= y < by + bh + margin
+
+
+def check_gates(
+    sides: dict[str, dict[str, Any]], *, speed: int, box: tuple[int, int, int, int], left: dict[str, str]
+) -> dict[str, str | None]:
+    """Each gate's failure (a reason) or None (passed), from what each side's game and probe saw.
+
+    `sides[side]`: `record` (its `GameRecord`), `error` (what its thread raised, or None), `samples` and
+    `hours` (its `GateProbe`'s). `left`: the barrier's sides that left, and why."""
+    from hoi4_arena.sim.clock import HOURS_PER_SECOND
+
+    hps = HOURS_PER_SECOND[speed - 1]
+    out: dict[str, str | None] = dict.fromkeys(GATES)
+    records = {s: d["record"] for s, d in sides.items()}
+    declarers = {r.declarer for r in records.values()}
+    if any(r.declarer is None or r.decisions == 0 for r in records.values()) or len(declarers) != 1:
+        out["ready"] = "a side never started the match: " + ", ".join(
+            f"{s} declarer {r.declarer} after {r.decisions} decisions" for s, r in records.items()
+        )
+    for side, record in records.items():
+        if (
+            record.reason.startswith("worker:")
+            and "disconnect" not in record.reason
+            and out["healthy"] is None
+        ):
+            out["healthy"] = f"{side}'s {record.reason}"
+        if record.reason.startswith("worker: disconnect") and out["disconnect"] is None:
+            out["disconnect"] = f"{side}: {record.reason.removeprefix('worker: ')}"
+    early = {s: why for s, why in left.items() if why not in ("its game ended", "closed")}
+    if early and out["disconnect"] is None:
+        out["disconnect"] = "; ".join(f"{s} left: {why}" for s, why in early.items())
+    # Paused: a side's date box did not change between two samples the clock should have moved >= 2 h.
+    for side, data in sides.items():
+        over_at = next((t for t, _, over in data["hours"] if over), None)
+        samples = data["samples"]
+        for (t0, _, crop0), (t1, _, crop1) in zip(samples, samples[1:], strict=False):
+            if over_at is not None and t1 >= over_at:
+                break
+            if crop0 == crop1 and (t1 - t0) * hps / 1e9 >= 2:
+                out["paused"] = f"{side}'s date did not move from {t0 / 1e9:.1f} s to {t1 / 1e9:.1f} s"
+                break
+        if out["paused"]:
+            break
+    # Desync: both screens' date boxes, read at one instant with the pointers away, must be equal.
+    if len(sides) == 2:
+        (sa, da), (sb, db) = sides.items()
+        at_b = {t: (p, crop) for t, p, crop in db["samples"]}
+        for t, pa, crop in da["samples"]:
+            if t in at_b and not _near(pa, box) and not _near(at_b[t][0], box) and at_b[t][1] != crop:
+                out["desync"] = f"{sa}'s and {sb}'s screens showed other dates at {t / 1e9:.2f} s"
+                break
+        hours_b = {t: h for t, h, _ in db["hours"]}
+        for t, h, _ in da["hours"]:
+            if out["desync"] is None and t in hours_b and abs(hours_b[t] - h) >= 24:
+                out["desync"] = f"{sa}'s and {sb}'s logs showed other days at {t / 1e9:.2f} s"
+    # Speed: the log's game hours over the play time before the end, against the match speed.
+    for side, data in sides.items():
+        running = [(t, h) for t, h, over in data["hours"] if not over and h > 0]
+        if len(running) >= 2:
+            (t0, h0), (t1, h1) = running[0], running[-1]
+            expected = (t1 - t0) * hps / 1e9
+            if expected >= 72 and abs((h1 - h0) - expected) > 26 + 0.05 * expected:
+                out["speed"] = (
+                    f"{side}'s log ran {h1 - h0} game hours where speed {speed} gives {expected:.0f}"
+                )
+                break
+    ends = {(r.winner, r.reason) for r in records.values()}
+    if not all(r.valid for r in records.values()) or len(ends) != 1:
+        out["winner"] = "; ".join(f"{s}: {r.reason or 'no end'}" for s, r in records.items())
+    return out
+
+
+# --- one game ------------------------------------------------------------------------------------------
+
+
+def play_pair_game(
+    hub: Any,
+    players: dict[str, Any],
+    settings: dict[str, GameSettings],
+    *,
+    recorders: dict[str, Any] | None = None,
+    session_ids: dict[str, str] | None = None,
+    probes: dict[str, Worker] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Play one game of a `PairHub`: each played side's `play_game` in its own thread, held in lockstep
+    by the hub's barrier. Returns per side: `record`, `error` (what its thread raised, or None).
+    `probes`: the worker each side plays through (default: the hub's worker of that side)."""
+    recorders = recorders or {}
+    session_ids = session_ids or {}
+    out: dict[str, dict[str, Any]] = {s: {"record": None, "error": None} for s in players}
+
+    def run(side: str) -> None:
+        worker = (probes or {}).get(side) or hub.worker(side)
+        try:
+            out[side]["record"] = play_game(
+                worker,
+                players[side],
+                settings[side],
+                recorder=recorders.get(side),
+                session_id=session_ids.get(side),
+            )
+            hub.leave(side, "its game ended")
+        except BaseException as error:  # the player raised (play_game finished the game first)
+            out[side]["error"] = error
+            hub.leave(side, f"{type(error).__name__}: {error}")
+
+    threads = [
+        threading.Thread(target=run, args=(side,), name=f"pair-{side}", daemon=True) for side in players
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)
+    except KeyboardInterrupt:
+        for side in players:
+            hub.leave(side, "interrupted")
+        for thread in threads:
+            thread.join(hub.barrier_timeout_s + 5)
+        raise
+    for data in out.values():
+        if data["record"] is None:
+            error = data["error"]
+            data["record"] = GameRecord(valid=False, reason=f"player: {type(error).__name__}: {error}")
+    return out
+
+
+# --- the run -------------------------------------------------------------------------------------------
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def _stored(out: Path, settings: dict[str, Any]) -> list[dict[str, Any]] | None:
+    path = out / SETTINGS
+    if not path.is_file():
+        if out.exists() and any(out.iterdir()):
+            raise UserError(f"{out} is not empty and holds no {SETTINGS}: use a new or empty folder")
+        return None
+    try:
+        stored = json.loads(path.read_text())
+        config, players = stored["config"], stored["players"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserError(f"{path} is not a collect-pair settings file ({error})") from None
+    mine = {k: v for k, v in settings.items() if k != "players"}
+    theirs = {k: v for k, v in config.items() if k != "players"}
+    changed = [
+        f"{k}: {theirs.get(k)!r} there, {v!r} now"
+        for k, v in mine.items()
+        if k != "budget" and theirs.get(k) != v
+    ]
+    for i, (a, b) in enumerate(zip(config["players"], settings["players"], strict=True)):
+        for key in ("side", "name", "mode", "temperature", "ai_strength"):
+            if a.get(key) != b.get(key):
+                changed.append(f"players[{i}].{key}: {a.get(key)!r} there, {b.get(key)!r} now")
+        if (a["player"] in KINDS[1:]) != (b["player"] in KINDS[1:]) or (
+            a["player"] in KINDS[1:] and a["player"] != b["player"]
+        ):
+            changed.append(f"players[{i}]: {a['player']!r} there, {b['player']!r} now")
+    if changed:
+        raise UserError(f"{out} holds games of another pair config ({'; '.join(changed)}); use a new OUT")
+    return players
+
+
+def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = None) -> dict[str, Any]:
+    """Play the pair's games into OUT (resuming it); the summary the command prints."""
+    from hoi4_arena.screen.pair_worker import PairHub
+    from hoi4_arena.sessions.lock import remove_unfinished
+    from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
+    from hoi4_arena.sim.ui_layout import Layout
+
+    config = config or PairConfig.load(options.config)
+    out = options.out
+    settings = config.to_dict()
+    stored = _stored(out, settings)
+    out.mkdir(parents=True, exist_ok=True)
+    identities = freeze_players(config, out, stored)
+    (out / SETTINGS).write_text(json.dumps({"config": settings, "players": identities}, indent=1) + "\n")
+    if options.threads:
+        import torch
+
+        torch.set_num_threads(options.threads)
+    players = _Players(config, identities, out)
+    results = out / RESULTS
+    rows = read_results(results) if results.exists() else []
+    done = {r.extra.get("game") for r in rows}
+    spent_ns = sum(
+        round(float(r.extra.get("minutes", 0)) * 60e9) for r in rows if r.player == identities[0]["name"]
+    )
+    budget_ns = None if config.budget.minutes is None else round(config.budget.minutes * 60e9)
+    box = tuple(Layout(config.size)["date_box"])
+    from hoi4_arena.sim.clock import HOURS_PER_SECOND
+
+    every = max(5, math.ceil(2 / (HOURS_PER_SECOND[config.speed - 1] * DECISION_NS / 1e9)) + 1)
+    started = time.perf_counter()
+    games_now = decisions_now = 0
+    outside: list[str] = []
+    invalid_reasons: dict[str, int] = {}
+    interrupted = False
+    for index in range(config.budget.games):
+        if index in done:
+            continue
+        if budget_ns is not None and spent_ns >= budget_ns:
+            break
+        if options.wall_minutes and time.perf_counter() - started >= options.wall_minutes * 60:
+            break
+        plan = plan_game(config, index)
+        folder = out / f"g{index:04d}"
+        screen_sides = [s for s, i in plan.sides.items() if config.players[i].kind != "ai"]
+        ai = {
+            s: config.players[i].ai_strength for s, i in plan.sides.items() if config.players[i].kind == "ai"
+        }
+        kinds = {
+            s: "scripted" if config.players[plan.sides[s]].kind == "scripted" else "policy"
+            for s in screen_sides
+        }
+        layouts = {s: players.layout(plan.sides[s]) for s in screen_sides}
+        left = None if budget_ns is None else budget_ns - spent_ns
+        try:
+            hub = PairHub(
+                plan.spec,
+                plan.seed,
+                size=config.size,
+                layout=layouts,
+                sides=tuple(screen_sides),
+                ai=ai,
+                max_days=config.max_days,
+                player_kinds=kinds,
+                barrier_timeout_s=options.barrier_timeout_s,
+            )
+        except WorkerError as error:
+            raise UserError(f"game {index}: the pair's world could not be opened: {error}") from None
+        try:
+            timed, settings_of, recorders, session_ids, probes = {}, {}, {}, {}, {}
+            for side in screen_sides:
+                i = plan.sides[side]
+                probes[side] = GateProbe(hub.worker(side), box, every)
+                timed[side] = TimedPlayer(players.make(i, side, plan, hub.worker(side)))
+                settings_of[side] = GameSettings(
+                    side=side,
+                    speed=config.speed,
+                    spec=plan.spec,
+                    max_decisions=config.max_decisions,
+                    budget_ns=left,
+                )
+                if config.record:
+                    session_ids[side] = f"{folder.name}/{side}"
+                    remove_unfinished(folder / side)
+                    recorders[side] = Recorder(
+                        folder / side,
+                        RecorderSettings(
+                            hz=5.0,
+                            game_speed=config.speed,
+                            source=kinds[side],
+                            codec=config.codec,
+                            game="sim",
+                            side=side,
+                            after_winner_s=0.0,
+                            realtime=False,
+                            extra={
+                                "pair": {
+                                    "pair_id": config.pair_id,
+                                    "game": index,
+                                    "seed": plan.seed,
+                                    "player": identities[i],
+                                    "opponent": _opponent(identities, plan, side),
+                                }
+                            },
+                        ),
+                    )
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                sides = play_pair_game(
+                    hub, timed, settings_of, recorders=recorders, session_ids=session_ids, probes=probes
+                )
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            for side, data in sides.items():
+                data["samples"], data["hours"] = probes[side].samples, probes[side].hours
+            gates = check_gates(sides, speed=config.speed, box=box, left=dict(hub.left))
+            player_error = next(
+                (
+                    f"player: {s}: {type(d['error']).__name__}: {d['error']}"
+                    for s, d in sides.items()
+                    if d["error"] is not None and not isinstance(d["error"], WorkerError)
+                ),
+                None,
+            )
+            failed = next(((g, why) for g, why in gates.items() if why is not None and g != "winner"), None)
+            if failed is not None:
+                reason = f"{failed[0]}: {failed[1]}"
+                if failed[0] in OUTSIDE and player_error is None:
+                    outside.append(f"game {index}: {reason}")
+            elif player_error is not None:
+                reason = player_error
+            elif gates["winner"] is not None:
+                reason = next(r.reason for r in (d["record"] for d in sides.values()) if not r.valid)
+            else:
+                reason = ""
+            valid = not reason
+            if not valid:
+                invalid_reasons[reason.split(":")[0]] = invalid_reasons.get(reason.split(":")[0], 0) + 1
+            for side in screen_sides:
+                _write_worker_log(folder / f"worker-{side}.jsonl", hub.worker(side))
+            manifest = _manifest(config, plan, identities, sides, gates, valid, reason, timed)
+            (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        finally:
+            hub.close()
+        game_rows = _rows(config, plan, identities, sides, valid, reason, timed, folder.name)
+        for row in game_rows:
+            append_result(results, row)
+        rows += game_rows
+        first = sides[screen_sides[0]]["record"]
+        spent_ns += first.play_ns
+        games_now += 1
+        decisions_now += sum(d["record"].decisions for d in sides.values())
+        if options.progress:
+            from hoi4_arena.terminal import stderr
+
+            stderr.print(
+                f"game {index} ({plan.spec} s{plan.seed}): "
+                + ", ".join(f"{identities[i]['name']} {s}" for s, i in plan.sides.items())
+                + f" -> {first.winner or 'draw'}"
+                + ("" if valid else f" [invalid: {reason}]"),
+                highlight=False,
+            )
+    seconds = time.perf_counter() - started
+    lates: list[float] = []  # every decision of every game in OUT, from the games' manifests
+    for folder in sorted(out.glob("g[0-9][0-9][0-9][0-9]")):
+        manifest_path = folder / "manifest.json"
+        if manifest_path.is_file():
+            for side_data in json.loads(manifest_path.read_text())["sides"].values():
+                lates += side_data.get("late_ms", [])
+    by_player = {
+        identity["name"]: win_record([r for r in rows if r.player == identity["name"]])
+        for identity, player in zip(identities, config.players, strict=True)
+        if player.kind != "ai"
+    }
+    games = sorted({r.extra.get("game") for r in rows})
+    return {
+        "out": str(out),
+        "pair_id": config.pair_id,
+        "players": identities,
+        "games": len(games),
+        "valid": len({r.extra.get("game") for r in rows if r.valid}),
+        "invalid": invalid_reasons,
+        "records": by_player,
+        "late_ms": {
+            "p50": _quantile(lates, 0.5),
+            "p99": _quantile(lates, 0.99),
+            "max": max(lates, default=None),
+        },
+        "deadline_miss": sum(v >= DEADLINE_MS for v in lates),
+        "failed_outside_players": outside,
+        "interrupted": interrupted,
+        "this_run": {
+            "games": games_now,
+            "decisions": decisions_now,
+            "seconds": round(seconds, 2),
+            "decisions_per_s": round(decisions_now / seconds, 1) if seconds > 0 and decisions_now else None,
+        },
+        "settings": settings,
+    }
+
+
+def _opponent(identities: list[dict[str, Any]], plan: PairPlan, side: str) -> dict[str, Any]:
+    return identities[plan.sides[other_tag(side)]]
+
+
+def _write_worker_log(path: Path, worker: Any) -> None:
+    with path.open("w") as handle:
+        for fed in worker.fed_log:
+            handle.write(json.dumps(fed._asdict()) + "\n")
+        handle.write(
+            json.dumps({"telemetry": worker._counts, "left": worker.hub.left.get(worker.side)}) + "\n"
+        )
+
+
+def _manifest(config, plan, identities, sides, gates, valid, reason, timed) -> dict[str, Any]:
+    by_side = {}
+    for side, data in sides.items():
+        record: GameRecord = data["record"]
+        late = timed[side].late_ms if side in timed else []
+        by_side[side] = {
+            "player": identities[plan.sides[side]],
+            "winner": record.winner,
+            "valid": record.valid,
+            "reason": record.reason,
+            "declarer": record.declarer,
+            "days": record.days,
+            "decisions": record.decisions,
+            "minutes": round(record.play_ns / 60e9, 4),
+            "session": record.session and f"{side}",
+            "setup": record.setup,
+            "late_ms": late,
+            "deadline_miss": sum(v >= DEADLINE_MS for v in late),
+        }
+    for side, i in plan.sides.items():
+        if side not in by_side:
+            by_side[side] = {"player": identities[i], "ai": True}
+    return {
+        "pair_id": config.pair_id,
+        "game": plan.index,
+        "map": plan.spec,
+        "seed": plan.seed,
+        "speed": config.speed,
+        "sides": by_side,
+        "gates": {g: why is None for g, why in gates.items()},
+        "gate_reasons": {g: why for g, why in gates.items() if why is not None},
+        "valid": valid,
+        "reason": reason,
+        "deadline_miss": sum(s.get("deadline_miss", 0) for s in by_side.values()),
+    }
+
+
+def _rows(config, plan, identities, sides, valid, reason, timed, folder) -> list[GameResult]:
+    rows = []
+    first = next(iter(sides.values()))["record"]
+    for side, i in plan.sides.items():
+        identity = identities[i]
+        if identity["kind"] == "ai":
+            continue
+        record: GameRecord = sides[side]["record"]
+        late = timed[side].late_ms
+        rows.append(
+            GameResult(
+                player=identity["name"],
+                side=side,
+                winner=first.winner if valid else record.winner,
+                valid=valid,
+                arena=plan.spec,
+                seed=plan.seed,
+                opponent=_opponent(identities, plan, side)["name"],
+                reason=reason if not valid else record.reason,
+                extra={
+                    "game": plan.index,
+                    "pair_id": config.pair_id,
+                    "declarer": record.declarer,
+                    "days": record.days,
+                    "decisions": record.decisions,
+                    "minutes": round(record.play_ns / 60e9, 4),
+                    "late_ms_p99": _quantile(late, 0.99),
+                    "deadline_miss": sum(v >= DEADLINE_MS for v in late),
+                    "session": f"{folder}/{side}" if record.session else None,
+                    "setup": record.setup,
+                },
+            )
+        )
+    return rows
