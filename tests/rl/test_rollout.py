@@ -20,9 +20,11 @@ from hoi4_arena.screen.sim_worker import SimWorker
 STEPS = 26  # past the end of every slot's first game (about 20 decisions in 4 days)
 
 
-def _one_game_loop(checkpoint, plan, settings) -> tuple[list[np.ndarray], list[float], list[float]]:
+def _one_game_loop(
+    checkpoint, plan, settings, reset_memory=0
+) -> tuple[list[np.ndarray], list[float], list[float]]:
     """Play-policy's loop on one planned game: PolicyPlayer through play_game; its tokens, values, log p."""
-    player = PolicyPlayer(checkpoint)
+    player = PolicyPlayer(checkpoint, reset_memory=reset_memory)
     values, logps = [], []
     step = player.policy.step
 
@@ -56,17 +58,19 @@ def _one_game_loop(checkpoint, plan, settings) -> tuple[list[np.ndarray], list[f
     return tokens[1:], values[1:], logps[1:]
 
 
-def test_the_batched_engine_plays_play_policys_games(make_checkpoint, settings) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize("reset_memory", [0, 6])
+def test_the_batched_engine_plays_play_policys_games(make_checkpoint, settings, reset_memory) -> None:
     checkpoint = make_checkpoint()
     policy = load_checkpoint(checkpoint).policy
     schedule = Schedule(games=3, arenas=("plains", "river"), map_seeds=(0, 5), ai_strength=(0.2, 0.8), seed=7)
-    with Rollouts(settings, schedule, workers=0) as engine:
+    with Rollouts(settings, schedule, workers=0, reset_memory=reset_memory) as engine:
         engine.start(policy)
         rollout = engine.collect(policy, STEPS)
     assert {schedule.plan(s, 0).side for s in range(3)} == {"BLU", "RED"}
     for slot in range(3):
         plan = schedule.plan(slot, 0)
-        tokens, values, logps = _one_game_loop(checkpoint, plan, settings)
+        tokens, values, logps = _one_game_loop(checkpoint, plan, settings, reset_memory)
         length = len(tokens)
         assert 0 < length < STEPS
         assert rollout.done[length - 1, slot] and not rollout.done[: length - 1, slot].any()
@@ -80,8 +84,11 @@ def test_the_batched_engine_plays_play_policys_games(make_checkpoint, settings) 
             rollout.terms["outcome"][length - 1, slot]
             == {"win": 1.0, "draw": 0.5, "loss": 0.0}[summary["outcome"]]
         )
-    # A slot's second game begins from a fresh memory, and its first step holds no reward of the first.
-    assert rollout.first.sum() == 6
+    assert rollout.first.sum() == 6  # each slot's first and second games' first decisions
+    if reset_memory:
+        assert rollout.fresh.sum() > rollout.first.sum() and (rollout.hidden[rollout.fresh] == 0).all()
+    else:
+        assert (rollout.fresh == rollout.first).all()
 
 
 @pytest.mark.slow

@@ -83,15 +83,15 @@ def pact_value_loss(
     return (weight * bce * mask).sum() / mask.sum().clamp(min=1)
 
 
-def windows_of(first: np.ndarray, window: int) -> list[tuple[int, int, int]]:
-    """(slot, start, length) of every training window: each slot's decisions (T, N) cut where a game
-    starts (`first`) and every `window` decisions."""
-    steps, slots = first.shape
+def windows_of(fresh: np.ndarray, window: int) -> list[tuple[int, int, int]]:
+    """(slot, start, length) of every training window: each slot's decisions (T, N) cut where the memory
+    starts afresh (`fresh`: a game's start, a reset) and every `window` decisions."""
+    steps, slots = fresh.shape
     out = []
     for n in range(slots):
         start = 0
         for t in range(1, steps + 1):
-            if t == steps or first[t, n] or t - start == window:
+            if t == steps or fresh[t, n] or t - start == window:
                 out.append((n, start, t - start))
                 start = t
     return out
@@ -262,7 +262,12 @@ def train_ppo(
     last_save = time.monotonic()
     with (
         Rollouts(
-            settings, schedule, workers=config.workers, weights=config.reward, temperature=config.temperature
+            settings,
+            schedule,
+            workers=config.workers,
+            weights=config.reward,
+            temperature=config.temperature,
+            reset_memory=config.reset_memory,
         ) as engine,
         progress_bar() as bar,
     ):
@@ -299,7 +304,7 @@ def train_ppo(
             # --- 3. windows, 4. the learning ---
             policy.train()
             learn_tick = time.monotonic()
-            windows = windows_of(rollout.first, config.window)
+            windows = windows_of(rollout.fresh, config.window)
             sums: dict[str, float] = {}
             steps_taken = 0
             for epoch in range(config.epochs):

@@ -64,6 +64,9 @@ class PPOConfig:
     """Clip the gradient's global norm to this (0: no clipping)."""
     temperature: float = 1.0
     """Sampling temperature of the rollouts."""
+    reset_memory: int = 0
+    """Start the memory afresh every N decisions of a game, as play-policy --reset-memory N does and as
+    train-bc's windows of N trained it (0: carried over the whole game)."""
     reward: dict[str, float] = field(default_factory=dict)
     """Shaping terms and their weights on top of the outcome (win 1, draw 0.5, loss 0): setup,
     victory_points, provinces."""
@@ -121,6 +124,7 @@ class PPOConfig:
             ("batch", 1),
             ("max_days", 1),
             ("max_decisions", 0),
+            ("reset_memory", 0),
             ("chunk", 0),
             ("seed", 0),
             ("threads", 0),

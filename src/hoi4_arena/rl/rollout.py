@@ -109,7 +109,10 @@ class Rollout:
     previous: torch.Tensor
     """(T, N, slots, 3) the previous decision's tokens."""
     first: np.ndarray
-    """(T, N) bool: the decision is its game's first (the memory is fresh)."""
+    """(T, N) bool: the decision is its game's first."""
+    fresh: np.ndarray
+    """(T, N) bool: the memory starts afresh before the decision (a game's first, or a `reset_memory`
+    point): a training window must not run through it."""
     tokens: torch.Tensor
     """(T, N, slots, 3)."""
     logp: torch.Tensor
@@ -150,8 +153,10 @@ class Rollouts:
         workers: int = 0,
         weights: dict[str, float] | None = None,
         temperature: float = 1.0,
+        reset_memory: int = 0,
     ) -> None:
         self.settings = settings
+        self.reset_memory = reset_memory
         self.schedule = schedule
         self.weights = dict(weights or {})
         self.temperature = temperature
@@ -297,7 +302,7 @@ class Rollouts:
         started = time.perf_counter()
         n = self.games
         store: dict[str, list] = {
-            k: [] for k in ("obs", "hidden", "previous", "first", "tokens", "logp", "value")
+            k: [] for k in ("obs", "hidden", "previous", "first", "fresh", "tokens", "logp", "value")
         }
         terms = {name: np.zeros((steps, n)) for name in (OUTCOME, *TERMS)}
         reward = np.zeros((steps, n))
@@ -306,6 +311,14 @@ class Rollouts:
         game_start = [0] * n  # the row of this rollout where each slot's game began
         finished: list[dict[str, Any]] = []
         for t in range(steps):
+            fresh = []
+            for slot in self.slots:
+                made = len(slot.decisions)
+                # As PolicyPlayer(reset_memory=N): a fresh memory before decisions N, 2N, ..., the action kept.
+                if self.reset_memory and made and made % self.reset_memory == 0:
+                    slot.hidden = torch.zeros_like(slot.hidden)
+                fresh.append(made == 0 or bool(self.reset_memory and made % self.reset_memory == 0))
+            store["fresh"].append(np.array(fresh))
             obs, state = self._observation()
             store["obs"].append(obs)
             store["hidden"].append(state.hidden)
@@ -350,6 +363,7 @@ class Rollouts:
             hidden=stacked["hidden"],
             previous=stacked["previous"],
             first=np.stack(store["first"]),
+            fresh=np.stack(store["fresh"]),
             tokens=stacked["tokens"],
             logp=stacked["logp"],
             value=stacked["value"],
