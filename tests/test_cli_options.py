@@ -164,3 +164,10 @@ def test_a_field_that_is_not_in_the_config_is_refused() -> None:
 def test_a_list_or_mapping_without_a_converter_is_refused_when_the_command_is_made() -> None:
     with pytest.raises(TypeError, match=r"Demo.speeds .* needs a converter"):
         from_config(Demo, arguments=("out",))(lambda config: None)
+
+
+def test_a_command_parameter_named_like_a_field_is_refused() -> None:
+    def command(config: Demo, steps: int = 1) -> None: ...
+
+    with pytest.raises(TypeError, match=r"\['steps'\]"):
+        from_config(Demo, arguments=("out",), options={"speeds": Opt(convert=value_list(int))})(command)

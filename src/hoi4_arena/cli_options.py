@@ -274,6 +274,9 @@ def from_config(
         own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "config"]
         made, converters = _parameters(cls, arguments, options, [*skip, *fixed])
         names = [p.name for p in made]
+        clash = sorted(set(names) & {p.name for p in own})
+        if clash:
+            raise TypeError(f"{command.__name__} has parameters named like {cls.__name__}'s fields: {clash}")
 
         @functools.wraps(command)
         def run(**values: Any) -> Any:
