@@ -170,4 +170,5 @@ def test_a_command_parameter_named_like_a_field_is_refused() -> None:
     def command(config: Demo, steps: int = 1) -> None: ...
 
     with pytest.raises(TypeError, match=r"\['steps'\]"):
-        from_config(Demo, arguments=("out",), options={"speeds": Opt(convert=value_list(int))})(command)
+        options = {"speeds": Opt(convert=value_list(int)), "policy": Opt(convert=KEY_VALUES)}
+        from_config(Demo, arguments=("out",), options=options)(command)
