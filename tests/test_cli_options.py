@@ -172,3 +172,29 @@ def test_a_command_parameter_named_like_a_field_is_refused() -> None:
     with pytest.raises(TypeError, match=r"\['steps'\]"):
         options = {"speeds": Opt(convert=value_list(int)), "policy": Opt(convert=KEY_VALUES)}
         from_config(Demo, arguments=("out",), options=options)(command)
+
+
+def test_a_required_field_may_get_the_commands_default() -> None:
+    seen: list = []
+    app = typer.Typer()
+
+    @app.command()
+    @from_config(
+        Demo,
+        arguments=("out",),
+        options={
+            "out": Opt(default="here"),
+            "speeds": Opt(convert=value_list(int)),
+            "policy": Opt(convert=KEY_VALUES),
+        },
+    )
+    def demo(config: Demo) -> None:
+        seen.append(config)
+
+    @app.command()
+    def other() -> None: ...
+
+    assert runner.invoke(app, ["demo"]).exit_code == 0
+    assert seen[0].out == "here"
+    with pytest.raises(TypeError, match="default of its own"):
+        from_config(Demo, options={"steps": Opt(default=2)})(lambda config: None)

@@ -165,6 +165,9 @@ KEY_VALUES = Converter(
 # --- the options ------------------------------------------------------------------------------------
 
 
+_UNSET = object()  # Opt.default not given (None is a default like any other)
+
+
 @dataclass(frozen=True)
 class Opt:
     """How one config field appears on the command line, where the defaults do not serve."""
@@ -181,6 +184,8 @@ class Opt:
     """A positional argument rather than an option."""
     metavar: str | None = None
     """What --help shows for the value (default: the type's, or the converter's)."""
+    default: Any = _UNSET
+    """The command's default for a field the config requires (e.g. quickstart's OUT, demo/)."""
 
 
 def _plain_type(hint: Any) -> tuple[Any, bool]:
@@ -209,7 +214,13 @@ def _parameters(cls: type, arguments: Sequence[str], options: dict[str, Opt], sk
         opt = options.get(f.name, Opt())
         help_text = opt.help if opt.help is not None else docs.get(f.name, "")
         help_text = f"{help_text} {opt.extra}".strip()
-        if f.default is not dataclasses.MISSING:
+        if opt.default is not _UNSET:
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+                raise TypeError(
+                    f"{cls.__name__}.{f.name} has a default of its own; Opt(default=...) is for required fields"
+                )
+            default = opt.default
+        elif f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
