@@ -180,8 +180,6 @@ class Opt:
     """Text added after the docstring (how to type it, a command's own default)."""
     convert: Converter | None = None
     """The converter of a special type (SIZE, low_high, value_list, KEY_VALUES)."""
-    argument: bool = False
-    """A positional argument rather than an option."""
     metavar: str | None = None
     """What --help shows for the value (default: the type's, or the converter's)."""
     default: Any = _UNSET
@@ -247,7 +245,7 @@ def _parameters(cls: type, arguments: Sequence[str], options: dict[str, Opt], sk
             if optional:
                 kind = kind | None
             metavar = opt.metavar
-        if opt.argument or f.name in arguments:
+        if f.name in arguments:
             info = typer.Argument(help=help_text, metavar=metavar)
         else:
             flag = opt.flag or "--" + f.name.replace("_", "-")
@@ -274,7 +272,8 @@ def from_config(
 
     `arguments` are fields given positionally, in that order; `options` changes how a field appears;
     `skip` fields are left to their defaults (or `fixed` values) and not offered. The command's other
-    parameters (a `typer.Context`, options of its own) stay as they are, before the config's. The
+    parameters (a `typer.Context`, arguments and options of its own) stay as they are, each after the
+    config's arguments and options respectively. The
     config is built with every field's value and its `__post_init__` validates it; an option given as
     text is read by its converter first. `given_on_command_line(ctx, config)` names the fields a user typed.
     """
@@ -312,8 +311,7 @@ def from_config(
         made_opts = [p for p in made if p.name not in arguments]
         ordered = [*made_args, *keyword(own_args), *made_opts, *keyword(own_rest)]
         run.__signature__ = inspect.Signature(ordered)  # type: ignore[attr-defined]
-        run.__annotations__ = {}
-        run.config_fields = tuple(names)  # type: ignore[attr-defined]
+        run.__annotations__ = {}  # typer reads the signature above, not the command's own annotations
         return run
 
     return decorate
