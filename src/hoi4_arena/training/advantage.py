@@ -71,6 +71,28 @@ def _checksum(payload: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def advantage_payload(
+    session: str,
+    values: np.ndarray,
+    advantages: np.ndarray,
+    outcome: float,
+    horizon: int,
+    model: dict[str, Any],
+) -> dict[str, Any]:
+    """The content of one session's advantages.json (write_advantages adds the checksum)."""
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "session": session,
+        "decisions": len(values),
+        "horizon": horizon,
+        "outcome": outcome,
+        "value_model": model,
+        "values": [round(float(x), 6) for x in values],
+        "advantages": [round(float(x), 6) for x in advantages],
+    }
+
+
 def write_advantages(folder: str | Path, payload: dict[str, Any]) -> Path:
     """Write `payload` (with its sha256) to FOLDER/advantages.json atomically."""
     path = Path(folder) / ADVANTAGES
@@ -208,17 +230,7 @@ def compute_advantages(config: AdvantageConfig) -> dict[str, Any]:
             v = values[game.id]
             a = n_step_advantages(v, game.outcome, config.horizon)
             every.append(a)
-            payload = {
-                "format": FORMAT,
-                "format_version": FORMAT_VERSION,
-                "session": game.id,
-                "decisions": len(v),
-                "horizon": config.horizon,
-                "outcome": game.outcome,
-                "value_model": described,
-                "values": [round(float(x), 6) for x in v],
-                "advantages": [round(float(x), 6) for x in a],
-            }
+            payload = advantage_payload(game.id, v, a, game.outcome, config.horizon, described)
             written.append(str(write_advantages(game.source.path, payload)))
             bar.update(task, advance=1)
     a_all = np.concatenate(every) if every else np.zeros(0)

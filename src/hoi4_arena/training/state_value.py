@@ -141,21 +141,12 @@ def game_report(predict: Any, games: list[Game], base: float) -> dict[str, Any]:
     return report([predict(g) for g in games], [g.days for g in games], [g.outcome for g in games], base)
 
 
-def train_state_value(config: StateValueConfig) -> dict[str, Any]:
-    """Fit the state-value model on DATA's training games, report on the held-out ones, write OUT."""
-    started = time.monotonic()
-    out = Path(config.out)
-    if (out / CHECKPOINT).exists():
-        raise UserError(f"{out / CHECKPOINT} exists; choose another output folder")
-    data = value_games(config.data, config.sources, val_share=config.val_share, seed=config.seed)
-    if config.threads:
-        torch.set_num_threads(config.threads)
-
-    # --- fit ---
-    x, y, w = _stack(data.train)
+def fit_state_value(games: list[Game], config: StateValueConfig) -> tuple[StateValueNet, float]:
+    """The model fitted to `games` (full batch, each game weighing the same), and its last training loss."""
+    x, y, w = _stack(games)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        net = StateValueNet(len(FEATURES), config.hidden)
+        net = StateValueNet(x.shape[1], config.hidden)
     net.mean.copy_((x * w[:, None]).sum(0))
     spread = ((x - net.mean) ** 2 * w[:, None]).sum(0).sqrt()
     net.scale.copy_(torch.where(spread > 1e-6, spread, torch.ones_like(spread)))
@@ -166,7 +157,20 @@ def train_state_value(config: StateValueConfig) -> dict[str, Any]:
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-    train_loss = float(loss.detach())
+    return net.eval(), float(loss.detach())
+
+
+def train_state_value(config: StateValueConfig) -> dict[str, Any]:
+    """Fit the state-value model on DATA's training games, report on the held-out ones, write OUT."""
+    started = time.monotonic()
+    out = Path(config.out)
+    if (out / CHECKPOINT).exists():
+        raise UserError(f"{out / CHECKPOINT} exists; choose another output folder")
+    data = value_games(config.data, config.sources, val_share=config.val_share, seed=config.seed)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+
+    net, train_loss = fit_state_value(data.train, config)
 
     # --- report ---
     base = float(np.mean([g.outcome for g in data.train]))
