@@ -248,15 +248,19 @@ def test_a_kill_at_a_random_moment_loses_at_most_the_newest_frame(
     always busy, the case where a queue of frames used to die with the process."""
     folder = tmp_path / "s"
     process = start_recorder(folder, codec, size, seed, extra=("--offline",))
-    time.sleep(float(np.random.default_rng(seed).uniform(0.2, 1.2)))
+    rng = np.random.default_rng(seed)
+    target = int(rng.integers(3, 40))  # the moment: after some frames (drawn), then a random instant
+    while process.stdout.readline().split() != [b"frame", str(target).encode()]:
+        assert process.poll() is None, "the recorder stopped"
+    time.sleep(float(rng.uniform(0.0, 0.2)))
     process.send_signal(signal.SIGKILL)
     process.wait()
     printed = process.stdout.read().decode().split("\n")
     process.stdout.close()
-    written = max(int(line.split()[1]) for line in printed if line.startswith("frame "))
+    written = max([target] + [int(line.split()[1]) for line in printed if line.startswith("frame ")])
     before = left_behind(folder)
     # add_frame had returned for frames 0..written: all but the newest are in the file.
-    assert before["video_frames"] >= written > 5
+    assert before["video_frames"] >= written >= target
     assert 0 <= len(before["frames"]) - before["video_frames"] <= 1
     result = salvage(folder)
     assert result["frames"] == before["video_frames"] and result["cut"]["frames"] <= 1
@@ -267,11 +271,7 @@ def test_a_kill_behind_a_busy_realtime_encoder_cuts_at_most_one_frame(tmp_path: 
     """1080p at 30 Hz outruns x264 on a small machine: frames queue (or drop). The ones still queued
     die with the process, but frames.jsonl never names one, so salvage cuts at most the newest."""
     folder = tmp_path / "s"
-    process = start_recorder(folder, "x264", "1920x1080", 5, extra=("--hz", "30"))
-    time.sleep(1.5)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    process.stdout.close()
+    record_and_kill(folder, 1.0, codec="x264", size="1920x1080", seed=5, extra=("--hz", "30"))
     before = left_behind(folder)
     assert before["video_frames"] > 0
     assert 0 <= len(before["frames"]) - before["video_frames"] <= 1

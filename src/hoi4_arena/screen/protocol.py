@@ -491,10 +491,9 @@ class _Session:
                 "protocol_mismatch",
                 f"the client speaks protocol {version}, this worker speaks {PROTOCOL_VERSION}; update one of them",
             )
-        if self.attached:
-            raise WorkerError("already_attached", "this connection is attached already")
-        if self.authorize is not None:
-            # The server decides who may attach, and as what (a refusal ends the connection).
+        if self.authorize is not None and not self.attached:
+            # The server decides who may attach, and as what (a refusal ends the connection); attaching
+            # again on the same connection keeps what was decided the first time.
             self.observer = bool(self.authorize(params))
         result = dict(self.worker.attach())
         result.update(protocol=PROTOCOL_VERSION, observer=self.observer)
