@@ -128,8 +128,10 @@ def test_server_clock_calibration_tracks_the_monotonic_clock(server) -> None:
         second = ServerClock.calibrate(conn)
     finally:
         conn.close()
-    # The second reading, mapped through the first calibration, lands within 2 ms of its own.
-    assert abs(first.to_ns(second.server_ms) - second.mono_ns) <= 2_000_000
+    # The second reading, mapped through the first calibration, lands on its own within what the two
+    # round trips leave open plus the server's 1 ms resolution (2 ms on a quiet machine).
+    slack = first.uncertainty_ns + second.uncertainty_ns + 1_000_000
+    assert abs(first.to_ns(second.server_ms) - second.mono_ns) <= max(2_000_000, slack)
 
 
 def test_ledger_matches_in_order_by_type_detail_and_motion_position() -> None:

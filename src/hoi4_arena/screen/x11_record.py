@@ -50,9 +50,11 @@ Rect = tuple[int, int, int, int]
 class ServerClock:
     """X server milliseconds (32-bit, wrapping) -> the worker's monotonic nanoseconds."""
 
-    def __init__(self, server_ms: int, mono_ns: int) -> None:
+    def __init__(self, server_ms: int, mono_ns: int, uncertainty_ns: int = 0) -> None:
         self.server_ms = server_ms & 0xFFFFFFFF
         self.mono_ns = mono_ns
+        self.uncertainty_ns = uncertainty_ns
+        """How far from `mono_ns` the server's reading may have been taken (half the round trip)."""
 
     def to_ns(self, server_ms: int) -> int:
         delta = ((server_ms - self.server_ms + 2**31) & 0xFFFFFFFF) - 2**31
@@ -79,7 +81,7 @@ class ServerClock:
         conn.sync()
         if server_ms is None:
             raise WorkerError("clock", "the X server sent no PropertyNotify; cannot read its clock")
-        return cls(server_ms, (before + after) // 2)
+        return cls(server_ms, (before + after) // 2, (after - before + 1) // 2)
 
 
 @dataclass
