@@ -43,7 +43,13 @@ from hoi4_arena.cluster.station_config import ServeWorkerConfig, is_loopback, pa
 from hoi4_arena.cluster.tls import connect_pinned, server_context
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
-from hoi4_arena.screen.protocol import MESSAGE_TIMEOUT, PROTOCOL_VERSION, ProtocolClient, serve_socket
+from hoi4_arena.screen.protocol import (
+    MESSAGE_TIMEOUT,
+    PROTOCOL_VERSION,
+    ProtocolClient,
+    linger_close,
+    serve_socket,
+)
 from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerError
 
 log = logging.getLogger(__name__)
@@ -220,6 +226,11 @@ class Station:
         holder["full"] = True
         return False
 
+    def _free(self, holder: dict) -> None:
+        if holder["full"]:
+            holder["full"] = False
+            self._full.release()
+
     def _connection(self, raw: socket.socket, peer: Any) -> None:
         holder = {"full": False}
         try:
@@ -246,15 +257,18 @@ class Station:
                     sock,
                     message_timeout=self.message_timeout,
                     authorize=lambda params: self._authorize(params, holder),
+                    linger=False,
                 )
             finally:
+                # Input is released by now: the slot is free before the goodbye, not after it.
+                self._free(holder)
+                linger_close(sock)
                 with contextlib.suppress(OSError):
                     sock.close()
         except Exception:
             log.exception("connection from %s failed", peer)
         finally:
-            if holder["full"]:
-                self._full.release()
+            self._free(holder)
             with contextlib.suppress(OSError):
                 raw.close()
             self._slots.release()

@@ -669,6 +669,7 @@ def serve_socket(
     *,
     observer: bool = False,
     message_timeout: float | None = MESSAGE_TIMEOUT,
+    linger: bool = True,
     **options: Any,
 ) -> bool:
     """`serve` on a connected socket (plain or TLS): a started message, or a reply's send, that takes
@@ -676,8 +677,9 @@ def serve_socket(
     `authorize`).
 
     When serving ends, the write side is shut down and what the client still sends is read and dropped
-    for up to `LINGER` seconds: closing a socket with unread input makes the peer's system reset the
-    connection, and the reset can destroy the error reply that said why. The caller closes the socket.
+    for up to `LINGER` seconds (`linger_close`; `linger=False` leaves that to the caller): closing a
+    socket with unread input makes the peer's system reset the connection, and the reset can destroy
+    the error reply that said why. The caller closes the socket.
     """
     try:
         return serve(
@@ -688,13 +690,15 @@ def serve_socket(
             **options,
         )
     finally:
-        _linger(sock)
+        if linger:
+            linger_close(sock)
 
 
 LINGER = 1.0
 
 
-def _linger(sock: socket.socket) -> None:
+def linger_close(sock: socket.socket) -> None:
+    """Shut the write side, then read and drop what the peer still sends for up to `LINGER` seconds."""
     deadline = time.monotonic() + LINGER
     with contextlib.suppress(OSError, ValueError):
         sock.shutdown(socket.SHUT_WR)
