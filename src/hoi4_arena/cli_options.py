@@ -266,23 +266,21 @@ def from_config(
     arguments: Sequence[str] = (),
     options: dict[str, Opt] | None = None,
     skip: Sequence[str] = (),
-    fixed: dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator: the command's parameter `config` becomes one option per field of `cls`.
 
     `arguments` are fields given positionally, in that order; `options` changes how a field appears;
-    `skip` fields are left to their defaults (or `fixed` values) and not offered. The command's other
+    `skip` fields are left to their defaults and not offered. The command's other
     parameters (a `typer.Context`, arguments and options of its own) stay as they are, each after the
     config's arguments and options respectively. The
     config is built with every field's value and its `__post_init__` validates it; an option given as
     text is read by its converter first. `given_on_command_line(ctx, config)` names the fields a user typed.
     """
     options = options or {}
-    fixed = fixed or {}
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "config"]
-        made, converters = _parameters(cls, arguments, options, [*skip, *fixed])
+        made, converters = _parameters(cls, arguments, options, skip)
         names = [p.name for p in made]
         clash = sorted(set(names) & {p.name for p in own})
         if clash:
@@ -300,7 +298,7 @@ def from_config(
                     settings[name] = converter.parse(",".join(text), options[name].flag or flag)
                 else:
                     settings[name] = converter.parse(text, options[name].flag or flag)
-            return command(config=cls(**settings, **fixed), **values)
+            return command(config=cls(**settings), **values)
 
         # Positional arguments: the config's, then the command's own; then the config's options, then
         # the command's own options (as --help lists them).
