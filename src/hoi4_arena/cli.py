@@ -178,6 +178,28 @@ def evaluate_command(config: EvaluateConfig) -> None:
         raise typer.Exit(130)
 
 
+from hoi4_arena.play.pair_config import CollectPairConfig  # noqa: E402 -- numpy-free until it runs
+
+
+@app.command("collect-pair", rich_help_panel="Play and evaluate")
+@from_config(
+    CollectPairConfig,
+    arguments=("config", "out"),
+    options={"config": Opt(metavar="CONFIG.json"), "out": Opt(metavar="OUT")},
+)
+def collect_pair_command(config: CollectPairConfig) -> None:
+    """Two players (checkpoints, random, scripted, the game's AI) face each other in one world; gated games."""
+    from hoi4_arena.play.pair import run_collect_pair
+    from hoi4_arena.terminal import print_json
+
+    summary = run_collect_pair(config)
+    print_json(summary)
+    if summary["interrupted"]:
+        raise typer.Exit(130)
+    if summary["failed_outside_players"]:
+        raise typer.Exit(1)
+
+
 # --- sessions -----------------------------------------------------------------------------------
 
 

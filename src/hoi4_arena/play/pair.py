@@ -66,12 +66,13 @@ import math
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.maps.model import other_tag
+from hoi4_arena.play.pair_config import KINDS, CollectPairConfig, PairConfig, PairPlan, plan_game
+from hoi4_arena.play.runner import decisions_per_day
 from hoi4_arena.results import GameResult, append_result, read_results, win_record
 from hoi4_arena.screen.game import GameRecord, GameSettings, play_game
 from hoi4_arena.screen.tokens import DECISION_NS
@@ -81,280 +82,11 @@ log = logging.getLogger(__name__)
 
 SETTINGS = "pair.json"
 RESULTS = "results.jsonl"
-KINDS = ("checkpoint", "random", "scripted", "ai")
-MODES = ("sample", "point", "deterministic")
 DEADLINE_MS = DECISION_NS / 1e6
 OUTSIDE = ("ready", "healthy", "disconnect", "paused", "desync", "speed")
 """Gates whose failure is not the players': the run exits 1 when a game fails one."""
 GATES = ("ready", "healthy", "disconnect", "paused", "desync", "speed", "winner")
 DATE_BOX = "pair_date"
-
-
-# --- the config -------------------------------------------------------------------------------------
-
-
-def _whole(value: Any, what: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
-    return value
-
-
-def _keys(data: Any, cls: type, what: str) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise UserError(f"{what} must be a JSON object, not {data!r}")
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise UserError(f"{what} has unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-    return data
-
-
-@dataclass
-class PairPlayer:
-    """One player of a pair."""
-
-    player: str
-    """A policy checkpoint file, `random`, `scripted` (the scripted player) or `ai` (the game's AI)."""
-    side: str
-    """The side it plays in the first game (BLU or RED); with swap_sides, game 2k + 1 swaps."""
-    name: str | None = None
-    """Its name in results (default: the checkpoint's folder/stem, or the kind)."""
-    mode: str = "sample"
-    """A checkpoint's decoding: sample, point or deterministic (the config's `deterministic` forces it)."""
-    temperature: float = 1.0
-    """A checkpoint's sampling temperature."""
-    sha256: str | None = None
-    """The checkpoint's expected sha256: a file with other bytes is refused."""
-    ai_strength: float = 0.5
-    """The game's AI's strength 0..1, for an `ai` player."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.player, str) or not self.player:
-            raise UserError(f"a player must name a checkpoint, random, scripted or ai, not {self.player!r}")
-        if self.side not in TAGS:
-            raise UserError(f"player {self.player}: side must be BLU or RED, not {self.side!r}")
-        if self.mode not in MODES:
-            raise UserError(
-                f"player {self.player}: mode must be one of {', '.join(MODES)}, not {self.mode!r}"
-            )
-        if not isinstance(self.temperature, int | float) or not 0 <= self.temperature <= 100:
-            raise UserError(f"player {self.player}: temperature must lie in 0..100, not {self.temperature!r}")
-        if not isinstance(self.ai_strength, int | float) or not 0 <= self.ai_strength <= 1:
-            raise UserError(f"player {self.player}: ai_strength must lie in 0..1, not {self.ai_strength!r}")
-        if self.kind != "checkpoint" and (self.sha256 is not None or self.mode != "sample"):
-            raise UserError(f"player {self.player}: sha256 and mode are for a checkpoint")
-        if self.kind == "checkpoint" and not Path(self.player).is_file():
-            raise UserError(
-                f"unknown player {self.player!r}: not a checkpoint file, nor random, scripted or ai"
-            )
-
-    @property
-    def kind(self) -> str:
-        return self.player if self.player in KINDS[1:] else "checkpoint"
-
-    @property
-    def label(self) -> str:
-        if self.name:
-            return self.name
-        if self.kind != "checkpoint":
-            return self.kind
-        path = Path(self.player)
-        return f"{path.parent.name}/{path.stem}" if path.parent.name else path.stem
-
-
-@dataclass
-class PairSchedule:
-    """Which maps the games play, and whether the sides swap."""
-
-    arenas: tuple[str, ...] = ("plains",)
-    """Presets (a bare preset is its map of seed 0), preset:seed or map folders, cycled pair by pair."""
-    swap_sides: bool = True
-    """Games 2k and 2k + 1 play one seed with the players' sides swapped."""
-
-
-@dataclass
-class PairBudget:
-    """How much a run plays."""
-
-    games: int = 2
-    """At most this many games."""
-    minutes: float | None = None
-    """At most this much play in all, in minutes of the game's clock (the game that runs it out is cut)."""
-
-    def __post_init__(self) -> None:
-        _whole(self.games, "budget.games", 1)
-        if self.minutes is not None and (
-            isinstance(self.minutes, bool)
-            or not isinstance(self.minutes, int | float)
-            or not self.minutes > 0
-        ):
-            raise UserError(f"budget.minutes must be a number > 0 (or left out), not {self.minutes!r}")
-
-
-@dataclass
-class PairConfig:
-    """A pair config file: who plays whom, on what, for how long."""
-
-    pair_id: str
-    """The pair's name: it salts the game seeds (another id plays other games)."""
-    players: tuple[PairPlayer, PairPlayer]
-    """The two players, on opposite sides."""
-    schedule: PairSchedule = field(default_factory=PairSchedule)
-    budget: PairBudget = field(default_factory=PairBudget)
-    seed: int = 0
-    """The first pair's seed before salting: pair k plays game_seed(pair_id, seed + k)."""
-    size: tuple[int, int] = (540, 960)
-    """The screen (height, width); in JSON [width, height], e.g. [960, 540]."""
-    speed: int = 5
-    """Game speed 1..5."""
-    max_days: int = 365
-    """Each game's time limit in days: a draw when reached."""
-    max_decisions: int = 0
-    """Stop a game after this many decisions (0: no limit; a game stopped so is invalid)."""
-    deterministic: bool = False
-    """Evaluation mode: every checkpoint decodes deterministically (argmax), so a game depends only on
-    its seed."""
-    record: bool = True
-    """Record both players' sessions."""
-    codec: str = "x264"
-    """Session video codec: x264 or ffv1."""
-
-    def __post_init__(self) -> None:
-        from hoi4_arena.play.runner import check_size, map_list
-
-        if not isinstance(self.pair_id, str) or not self.pair_id.strip():
-            raise UserError(f"pair_id must be a non-empty name, not {self.pair_id!r}")
-        if len(self.players) != 2:
-            raise UserError(f"a pair has two players, not {len(self.players)}")
-        a, b = self.players
-        if a.side == b.side:
-            raise UserError(f"both players are on one side ({a.side}): give one BLU and the other RED")
-        if a.kind == "ai" and b.kind == "ai":
-            raise UserError("both players are the game's AI: at least one must play through the screen")
-        if a.label == b.label:
-            raise UserError(f"both players are named {a.label!r}: give one of them a name")
-        _whole(self.seed, "seed", 0)
-        _whole(self.max_days, "max_days", 1)
-        _whole(self.max_decisions, "max_decisions", 0)
-        if self.speed not in range(1, 6):
-            raise UserError(f"speed must be 1..5, not {self.speed!r}")
-        if self.codec not in ("x264", "ffv1"):
-            raise UserError(f"codec must be x264 or ffv1, not {self.codec!r}")
-        check_size(self.size)
-        if any(p.kind == "scripted" for p in self.players) and self.size not in ((540, 960), (1080, 1920)):
-            raise UserError("the scripted player's calibration ships for 960x540 and 1920x1080 only")
-        if not self.schedule.arenas:
-            raise UserError("schedule.arenas needs at least one map")
-        self.maps = map_list(",".join(self.schedule.arenas), bare_seed=0)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> PairConfig:
-        data = dict(_keys(data, cls, "the pair config"))
-        for key in ("pair_id", "players"):
-            if key not in data:
-                raise UserError(f"the pair config needs {key!r}")
-        players = data["players"]
-        if not isinstance(players, list) or len(players) != 2:
-            raise UserError(f"players must be a list of two players, not {players!r}")
-        made = []
-        for i, entry in enumerate(players):
-            entry = _keys(entry, PairPlayer, f"players[{i}]")
-            if "player" not in entry or "side" not in entry:
-                raise UserError(f"players[{i}] needs 'player' and 'side'")
-            made.append(PairPlayer(**entry))
-        data["players"] = tuple(made)
-        schedule = dict(_keys(data.get("schedule", {}), PairSchedule, "schedule"))
-        if "arenas" in schedule:
-            arenas = schedule["arenas"]
-            if isinstance(arenas, str):
-                arenas = [arenas]
-            if not isinstance(arenas, list) or not all(isinstance(a, str) for a in arenas):
-                raise UserError(f"schedule.arenas must be a list of maps, not {arenas!r}")
-            schedule["arenas"] = tuple(arenas)
-        data["schedule"] = PairSchedule(**schedule)
-        data["budget"] = PairBudget(**_keys(data.get("budget", {}), PairBudget, "budget"))
-        if "size" in data:
-            size = data["size"]
-            if not isinstance(size, list) or len(size) != 2 or not all(isinstance(v, int) for v in size):
-                raise UserError(f"size must be [width, height], e.g. [960, 540], not {size!r}")
-            data["size"] = (size[1], size[0])
-        return cls(**data)
-
-    @classmethod
-    def load(cls, path: str | Path) -> PairConfig:
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text())
-        except OSError as error:
-            raise UserError(f"cannot read the pair config {path}: {error.strerror or error}") from None
-        except ValueError as error:
-            raise UserError(f"{path} is not JSON: {error}") from None
-        return cls.from_dict(data)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["size"] = [self.size[1], self.size[0]]
-        data["schedule"]["arenas"] = list(self.schedule.arenas)
-        data["players"] = [dataclasses.asdict(p) for p in self.players]
-        return data
-
-
-@dataclass
-class CollectPairConfig:
-    """Settings of `hoi4-arena collect-pair`."""
-
-    config: Path
-    """The pair config (JSON): players, schedule, budgets, seed; see `hoi4-arena collect-pair --help`."""
-    out: Path
-    """Folder for the frozen players, the games' sessions and manifests, results.jsonl; re-running resumes."""
-    threads: int = 1
-    """Torch CPU threads per policy (0: torch's default)."""
-    barrier_timeout_s: float = 60.0
-    """Wall-clock seconds a side waits at the barrier for the other before its game is a disconnect."""
-    wall_minutes: float = 0.0
-    """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
-    progress: bool = True
-    """A line per game on stderr."""
-
-    def __post_init__(self) -> None:
-        self.config, self.out = Path(self.config), Path(self.out)
-        _whole(self.threads, "--threads", 0)
-        if not self.barrier_timeout_s > 0:
-            raise UserError(f"--barrier-timeout-s must be > 0, not {self.barrier_timeout_s!r}")
-        if not self.wall_minutes >= 0:
-            raise UserError(f"--wall-minutes must be >= 0, not {self.wall_minutes!r}")
-        if self.out.exists() and not self.out.is_dir():
-            raise UserError(f"{self.out} exists and is not a folder")
-
-
-# --- seeds, plans, frozen players ---------------------------------------------------------------------
-
-
-def game_seed(pair_id: str, base: int) -> int:
-    """A game seed salted by the pair id: the same id and base give the same game, another id another."""
-    digest = hashlib.sha256(f"hoi4-arena pair {pair_id} {base}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-@dataclass(frozen=True)
-class PairPlan:
-    """One game of a pair run."""
-
-    index: int
-    spec: str
-    seed: int
-    sides: dict[str, int]
-    """Side -> the index of the player who plays it."""
-
-
-def plan_game(config: PairConfig, index: int) -> PairPlan:
-    k = index // 2 if config.schedule.swap_sides else index
-    swap = config.schedule.swap_sides and index % 2 == 1
-    sides = {}
-    for i, player in enumerate(config.players):
-        sides[other_tag(player.side) if swap else player.side] = i
-    spec = config.maps[k % len(config.maps)]
-    return PairPlan(index, spec, game_seed(config.pair_id, config.seed + k), dict(sorted(sides.items())))
 
 
 def file_sha256(path: Path) -> str:
@@ -399,22 +131,38 @@ def freeze_players(
 
 class TimedPlayer:
     """A player whose decisions are timed: `late_ms` per decision, wall clock from its capture request
-    to the events it returns (everything else is the player's)."""
+    to the events it returns (everything else is the player's); `failed`: what its `decide` raised."""
 
     def __init__(self, player: Any) -> None:
         self.player = player
         self.late_ms: list[float] = []
+        self.failed: BaseException | None = None
         self._asked = 0.0
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.player, name)
+        value = getattr(self.player, name)
+        if name != "warm_up":
+            return value
+
+        def warm_up(capture: Capture) -> None:  # its decision is the player's too
+            try:
+                value(capture)
+            except BaseException as error:
+                self.failed = error
+                raise
+
+        return warm_up
 
     def request(self) -> CaptureRequest:
         self._asked = time.perf_counter()
         return self.player.request()
 
     def decide(self, capture: Capture) -> list:
-        events = self.player.decide(capture)
+        try:
+            events = self.player.decide(capture)
+        except BaseException as error:
+            self.failed = error
+            raise
         self.late_ms.append(round((time.perf_counter() - self._asked) * 1e3, 3))
         return events
 
@@ -488,6 +236,8 @@ class GateProbe(Worker):
         self.hours: list[tuple[int, int, bool]] = []
         self._state = ArenaState()
         self._captures = 0
+        self.match_ns: int | None = None
+        """When the worker was first armed in match mode (the harness's start is over)."""
 
     def capture(self, request: CaptureRequest | None = None) -> Capture:
         request = request or CaptureRequest()
@@ -522,6 +272,8 @@ class GateProbe(Worker):
 
     def arm(self, mode) -> None:
         self.worker.arm(mode)
+        if mode == "match" and self.match_ns is None:
+            self.match_ns = self.worker.now_ns()
 
     def disarm(self) -> None:
         self.worker.disarm()
@@ -577,7 +329,12 @@ def check_gates(
         out["ready"] = "a side never started the match: " + ", ".join(
             f"{s} declarer {r.declarer} after {r.decisions} decisions" for s, r in records.items()
         )
-    for side, record in records.items():
+    for side, data in sides.items():
+        error, record = data["error"], records[side]
+        if error is not None and data.get("player_failed") is None and not isinstance(error, WorkerError):
+            out["healthy"] = (
+                out["healthy"] or f"{side} crashed outside its player: {type(error).__name__}: {error}"
+            )
         if (
             record.reason.startswith("worker:")
             and "disconnect" not in record.reason
@@ -592,7 +349,8 @@ def check_gates(
     # Paused: a side's date box did not change between two samples the clock should have moved >= 2 h.
     for side, data in sides.items():
         over_at = next((t for t, _, over in data["hours"] if over), None)
-        samples = data["samples"]
+        start = data.get("match_ns") or 0
+        samples = [sample for sample in data["samples"] if sample[0] >= start]
         for (t0, _, crop0), (t1, _, crop1) in zip(samples, samples[1:], strict=False):
             if over_at is not None and t1 >= over_at:
                 break
@@ -652,15 +410,18 @@ def play_pair_game(
     def run(side: str) -> None:
         worker = (probes or {}).get(side) or hub.worker(side)
         try:
-            out[side]["record"] = play_game(
+            record = out[side]["record"] = play_game(
                 worker,
                 players[side],
                 settings[side],
                 recorder=recorders.get(side),
                 session_id=session_ids.get(side),
             )
-            hub.leave(side, "its game ended")
+            ended = record.valid or record.reason.startswith(("max_decisions", "cut", "worker: disconnect"))
+            hub.leave(side, "its game ended" if ended else record.reason)  # a refused worker ends both
         except BaseException as error:  # the player raised (play_game finished the game first)
+            if not isinstance(error, KeyboardInterrupt):
+                log.warning("%s's game raised", side, exc_info=error)
             out[side]["error"] = error
             hub.leave(side, f"{type(error).__name__}: {error}")
 
@@ -682,7 +443,7 @@ def play_pair_game(
     for data in out.values():
         if data["record"] is None:
             error = data["error"]
-            data["record"] = GameRecord(valid=False, reason=f"player: {type(error).__name__}: {error}")
+            data["record"] = GameRecord(valid=False, reason=f"crash: {type(error).__name__}: {error}")
     return out
 
 
@@ -757,6 +518,8 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
     from hoi4_arena.sim.clock import HOURS_PER_SECOND
 
     every = max(5, math.ceil(2 / (HOURS_PER_SECOND[config.speed - 1] * DECISION_NS / 1e9)) + 1)
+    # Without a decision limit a game held paused would never end: the time limit's decisions, and some.
+    cap = math.ceil(1.2 * config.max_days * decisions_per_day(config.speed)) + 100
     started = time.perf_counter()
     games_now = decisions_now = 0
     outside: list[str] = []
@@ -805,11 +568,11 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
                     side=side,
                     speed=config.speed,
                     spec=plan.spec,
-                    max_decisions=config.max_decisions,
+                    max_decisions=config.max_decisions or cap,
                     budget_ns=left,
                 )
                 if config.record:
-                    session_ids[side] = f"{folder.name}/{side}"
+                    session_ids[side] = f"{folder.name}-{side}"
                     remove_unfinished(folder / side)
                     recorders[side] = Recorder(
                         folder / side,
@@ -842,23 +605,22 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
                 interrupted = True
                 break
             for side, data in sides.items():
-                data["samples"], data["hours"] = probes[side].samples, probes[side].hours
+                data.update(
+                    samples=probes[side].samples, hours=probes[side].hours, match_ns=probes[side].match_ns
+                )
+            player_error = None
+            for side, data in sides.items():
+                failed = data["player_failed"] = timed[side].failed
+                if failed is not None and player_error is None:
+                    player_error = f"player: {side}: {type(failed).__name__}: {failed}"
             gates = check_gates(sides, speed=config.speed, box=box, left=dict(hub.left))
-            player_error = next(
-                (
-                    f"player: {s}: {type(d['error']).__name__}: {d['error']}"
-                    for s, d in sides.items()
-                    if d["error"] is not None and not isinstance(d["error"], WorkerError)
-                ),
-                None,
-            )
-            failed = next(((g, why) for g, why in gates.items() if why is not None and g != "winner"), None)
-            if failed is not None:
-                reason = f"{failed[0]}: {failed[1]}"
-                if failed[0] in OUTSIDE and player_error is None:
+            broken = next(((g, why) for g, why in gates.items() if why is not None and g != "winner"), None)
+            if player_error is not None:
+                reason = player_error  # what it caused (the other side's disconnect) is the player's too
+            elif broken is not None:
+                reason = f"{broken[0]}: {broken[1]}"
+                if broken[0] in OUTSIDE:
                     outside.append(f"game {index}: {reason}")
-            elif player_error is not None:
-                reason = player_error
             elif gates["winner"] is not None:
                 reason = next(r.reason for r in (d["record"] for d in sides.values()) if not r.valid)
             else:

@@ -14,7 +14,9 @@ feeds only its own side's interface.
 The sides run in their own threads (the pair's lockstep driver, `play/pair.py`); a side blocked at the
 barrier waits at most `barrier_timeout_s` of wall clock for the other, then its request fails with
 `WorkerError("disconnect", ...)`. A side that closes, or `leave`s once its game is over, stops counting
-at the barrier, so the other is never left waiting for it; `left` says who left and why.
+at the barrier, so the other is never left waiting for it; a side that leaves for any other reason (its
+player raised, it was interrupted) disconnects the game: the other side's next wait fails with
+`WorkerError("disconnect", ...)`. `left` says who left and why.
 
 Try: python -m hoi4_arena.screen.pair_worker river 3
 """
@@ -36,6 +38,9 @@ from hoi4_arena.screen.safety import InputGuard, SafetyConfig
 from hoi4_arena.screen.sim_worker import Fed, SimWorker, _layout
 from hoi4_arena.screen.worker import WorkerError
 from hoi4_arena.sim.pair import PairGame
+
+NORMAL = ("its game ended", "closed")
+"""Why a side may leave without ending the other's game (any other reason is a disconnect)."""
 
 
 class PairHub:
@@ -101,10 +106,20 @@ class PairHub:
         with self._cond:
             if side in self.left:
                 raise WorkerError("disconnect", f"{side} has left this game ({self.left[side]})")
+            lost = {s: why for s, why in self.left.items() if why not in NORMAL}
+            if lost:
+                raise WorkerError(
+                    "disconnect", "; ".join(f"{s} left the game: {why}" for s, why in lost.items())
+                )
             self.targets[side] = target
             deadline = time.monotonic() + self.barrier_timeout_s
             game = self.game
             while game.now_ns < target:
+                lost = {s: why for s, why in self.left.items() if why not in NORMAL}
+                if lost:
+                    raise WorkerError(
+                        "disconnect", "; ".join(f"{s} left the game: {why}" for s, why in lost.items())
+                    )
                 reach = min(self.targets[s] for s in self.active)
                 if reach > game.now_ns:
                     self._run_to(reach)

@@ -1,0 +1,280 @@
+"""collect-pair (`play/pair.py`, `play/pair_config.py`): whole runs of two players in one world, the gates
+(a paused or desynced game is kept but invalid), frozen checkpoints refused when changed, bad configs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.play.pair import (
+    DATE_BOX,
+    GateProbe,
+    TimedPlayer,
+    check_gates,
+    freeze_players,
+    play_pair_game,
+    run_collect_pair,
+)
+from hoi4_arena.play.pair_config import CollectPairConfig, PairConfig, game_seed, plan_game
+from hoi4_arena.play.random_policy import RandomPolicy
+from hoi4_arena.results import read_results
+from hoi4_arena.screen.game import GameSettings, TokenPlayer
+from hoi4_arena.screen.pair_worker import PairHub
+from hoi4_arena.sim.ui_layout import Layout
+
+SIZE = (360, 640)
+KINDS = {"BLU": "policy", "RED": "policy"}
+BOX = tuple(Layout(SIZE)["date_box"])
+
+
+def pair_config(tmp_path: Path, **changes) -> Path:
+    data = {
+        "pair_id": "test",
+        "players": [
+            {"player": "random", "side": "BLU", "name": "r1"},
+            {"player": "random", "side": "RED", "name": "r2"},
+        ],
+        "budget": {"games": 2},
+        "size": [640, 360],
+        "max_days": 4,
+        "record": False,
+    }
+    data.update(changes)
+    path = tmp_path / "pair.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.slow
+def test_a_run_of_two_random_players_writes_gated_games(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    summary = run_collect_pair(CollectPairConfig(pair_config(tmp_path, record=True), out, progress=False))
+    assert summary["games"] == 2 and summary["valid"] == 2 and not summary["failed_outside_players"]
+    rows = read_results(out / "results.jsonl")
+    assert len(rows) == 4  # one row per player per game
+    assert {(r.player, r.side, r.extra["game"]) for r in rows} == {
+        ("r1", "BLU", 0),
+        ("r2", "RED", 0),
+        ("r2", "BLU", 1),
+        ("r1", "RED", 1),
+    }  # the sides swap in the second game of the pair, on the same seed
+    assert len({r.seed for r in rows}) == 1 and rows[0].seed == game_seed("test", 0)
+    assert all(r.valid and r.reason == "draw: timeout" and r.opponent in ("r1", "r2") for r in rows)
+    manifest = json.loads((out / "g0000" / "manifest.json").read_text())
+    assert manifest["valid"] and all(manifest["gates"].values()), manifest["gate_reasons"]
+    for side in ("BLU", "RED"):
+        data = manifest["sides"][side]
+        assert len(data["late_ms"]) == data["decisions"] > 15
+        assert data["deadline_miss"] == sum(v >= 200 for v in data["late_ms"])
+        assert (out / "g0000" / f"worker-{side}.jsonl").stat().st_size > 0
+        from hoi4_arena.sessions.check import check_session
+
+        session = out / "g0000" / side
+        assert json.loads((session / "manifest.json").read_text())["side"] == side
+        assert check_session(session)["verdict"] == "ok"
+    assert summary["deadline_miss"] >= 0 and summary["late_ms"]["p99"] is not None
+    # Resume: nothing left to play; another config in the same OUT is refused.
+    again = run_collect_pair(CollectPairConfig(pair_config(tmp_path, record=True), out, progress=False))
+    assert again["this_run"]["games"] == 0 and again["games"] == 2
+    with pytest.raises(UserError, match="another pair config.*max_days"):
+        run_collect_pair(
+            CollectPairConfig(pair_config(tmp_path, record=True, max_days=5), out, progress=False)
+        )
+
+
+def test_the_games_ai_on_one_side_is_the_one_player_game(tmp_path: Path) -> None:
+    players = [{"player": "random", "side": "RED", "name": "r"}, {"player": "ai", "side": "BLU"}]
+    summary = run_collect_pair(
+        CollectPairConfig(
+            pair_config(tmp_path, players=players, budget={"games": 1}), tmp_path / "o", progress=False
+        )
+    )
+    assert summary["valid"] == 1
+    rows = read_results(tmp_path / "o" / "results.jsonl")
+    assert [(r.player, r.side, r.opponent) for r in rows] == [("r", "RED", "ai")]
+    manifest = json.loads((tmp_path / "o" / "g0000" / "manifest.json").read_text())
+    assert manifest["sides"]["BLU"]["ai"] is True and manifest["valid"]
+
+
+class _Pausing:
+    """A player whose 10th decision holds the shared world paused (a fault no match-mode input can make)."""
+
+    setup_keys = False
+
+    def __init__(self, hub: PairHub, side: str) -> None:
+        self.inner = TokenPlayer(RandomPolicy(), seed=1, side=side, speed=5)
+        self.hub, self.side, self.n = hub, side, 0
+
+    def request(self):
+        return self.inner.request()
+
+    def decide(self, capture):
+        self.n += 1
+        if self.n == 10:
+            self.hub.game.screens[self.side].clock.held = True
+        return self.inner.decide(capture)
+
+
+class _Lagging(GateProbe):
+    """A screen that shows the date box one sample late (a stale capture), as a lagging remote screen would."""
+
+    def __init__(self, worker) -> None:
+        super().__init__(worker, (0, 0, 1, 1), every=1 << 30)
+        self._last = None
+
+    def capture(self, request=None):
+        capture = self.worker.capture(request)
+        crop = capture.regions.get(DATE_BOX)
+        if crop is not None:
+            previous, self._last = self._last, crop
+            if previous is not None:
+                capture.regions[DATE_BOX] = previous
+        return capture
+
+
+def _gated_game(make_player, wrap=lambda side, worker: worker, decisions: int = 40):
+    with PairHub("plains:1", 3, size=SIZE, layout="cpu", max_days=30, player_kinds=KINDS) as hub:
+        probes = {s: GateProbe(wrap(s, hub.worker(s)), BOX, 5) for s in hub.game.sides}
+        players = {s: TimedPlayer(make_player(hub, s)) for s in hub.game.sides}
+        settings = {s: GameSettings(side=s, speed=5, max_decisions=decisions) for s in hub.game.sides}
+        sides = play_pair_game(hub, players, settings, probes=probes)
+        for side, data in sides.items():
+            data.update(
+                samples=probes[side].samples, hours=probes[side].hours, match_ns=probes[side].match_ns
+            )
+        return check_gates(sides, speed=5, box=BOX, left=dict(hub.left)), sides
+
+
+def random_player(hub, side):
+    return TokenPlayer(RandomPolicy(), seed=2, side=side, speed=5)
+
+
+def test_a_healthy_game_passes_the_screen_gates_a_paused_one_does_not() -> None:
+    gates, sides = _gated_game(random_player)
+    assert {g: why for g, why in gates.items() if why} == {"winner": gates["winner"]}  # cut by max_decisions
+    assert "max_decisions" in gates["winner"]
+    assert all(len(d["samples"]) >= 8 for d in sides.values())
+    gates, _ = _gated_game(
+        lambda hub, side: _Pausing(hub, side) if side == "RED" else random_player(hub, side)
+    )
+    assert gates["paused"] is not None and "did not move" in gates["paused"]
+    assert gates["desync"] is None and gates["ready"] is None
+
+
+def test_two_screens_that_disagree_about_the_date_are_a_desync() -> None:
+    gates, _ = _gated_game(random_player, wrap=lambda side, w: _Lagging(w) if side == "RED" else w)
+    assert gates["desync"] is not None and "other dates" in gates["desync"]
+    assert gates["paused"] is None
+
+
+def test_a_player_that_raises_makes_its_game_invalid_and_the_run_goes_on(tmp_path: Path, monkeypatch) -> None:
+    from hoi4_arena.play import pair
+
+    real = pair._Players.make
+
+    def make(self, i, side, plan, worker):
+        player = real(self, i, side, plan, worker)
+        if plan.index == 0 and side == "RED":
+
+            class Broken(TokenPlayer):
+                def decide(self, capture):
+                    raise RuntimeError("the policy process died")
+
+            return Broken(player.policy, seed=plan.seed, side=side, speed=5)
+        return player
+
+    monkeypatch.setattr(pair._Players, "make", make)
+    summary = run_collect_pair(CollectPairConfig(pair_config(tmp_path), tmp_path / "o", progress=False))
+    assert summary["games"] == 2 and summary["valid"] == 1
+    assert not summary["failed_outside_players"]  # the player's failure, not the harness's
+    rows = read_results(tmp_path / "o" / "results.jsonl")
+    first = [r for r in rows if r.extra["game"] == 0]
+    assert all(not r.valid and "the policy process died" in r.reason for r in first)
+    assert all(r.valid for r in rows if r.extra["game"] == 1)
+
+
+def test_a_changed_checkpoint_is_refused_by_its_hash(tmp_path: Path) -> None:
+    ckpt = tmp_path / "policy.pt"
+    ckpt.write_bytes(b"weights v1")
+    out = tmp_path / "out"
+    players = [{"player": str(ckpt), "side": "BLU"}, {"player": "random", "side": "RED"}]
+    config = PairConfig.from_dict({"pair_id": "h", "players": players})
+    identities = freeze_players(config, out, None)
+    frozen = out / identities[0]["frozen"]
+    assert frozen.read_bytes() == b"weights v1" and frozen.name == f"{identities[0]['sha256']}.pt"
+    ckpt.write_bytes(b"weights v2")
+    with pytest.raises(UserError, match="has changed"):
+        freeze_players(config, out, identities)
+    wrong = [{"player": str(ckpt), "side": "BLU", "sha256": "0" * 64}, {"player": "random", "side": "RED"}]
+    with pytest.raises(UserError, match="has changed.*expects 0000"):
+        freeze_players(PairConfig.from_dict({"pair_id": "h", "players": wrong}), out, None)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"players": [{"player": "alphago", "side": "BLU"}, {"player": "random", "side": "RED"}]},
+            "unknown player 'alphago'",
+        ),
+        (
+            {
+                "players": [
+                    {"player": "random", "side": "BLU", "name": "a"},
+                    {"player": "scripted", "side": "BLU"},
+                ]
+            },
+            "both players are on one side",
+        ),
+        ({"budget": {"games": 0}}, "budget.games must be a whole number >= 1"),
+        ({"budget": {"games": 2, "minutes": 0}}, "budget.minutes must be a number > 0"),
+        (
+            {"players": [{"player": "ai", "side": "BLU"}, {"player": "ai", "side": "RED", "name": "b"}]},
+            "both players are the game's AI",
+        ),
+        ({"players": [{"player": "random", "side": "BLU"}]}, "players must be a list of two"),
+        ({"speeed": 5}, "unknown key.*speeed"),
+        ({"size": [640, 480]}, "16:9"),
+        ({"schedule": {"arenas": ["atlantis"]}}, "atlantis"),
+    ],
+)
+def test_bad_pair_configs_are_refused_with_one_clear_message(tmp_path: Path, change, message) -> None:
+    with pytest.raises(UserError, match=message):
+        PairConfig.load(pair_config(tmp_path, **change))
+
+
+def test_plans_swap_sides_on_one_salted_seed() -> None:
+    config = PairConfig.from_dict(
+        {
+            "pair_id": "p",
+            "players": [
+                {"player": "random", "side": "RED", "name": "a"},
+                {"player": "random", "side": "BLU", "name": "b"},
+            ],
+            "schedule": {"arenas": ["plains", "river:2"]},
+        }
+    )
+    plans = [plan_game(config, i) for i in range(4)]
+    assert [p.sides for p in plans] == [{"BLU": 1, "RED": 0}, {"BLU": 0, "RED": 1}] * 2
+    assert plans[0].seed == plans[1].seed != plans[2].seed == plans[3].seed
+    assert [p.spec for p in plans] == ["plains:0", "plains:0", "river:2", "river:2"]
+    assert game_seed("p", 0) != game_seed("q", 0) and math.isfinite(game_seed("p", 0))
+
+
+def test_the_command_line_refuses_a_bad_config_with_exit_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = pair_config(tmp_path, budget={"games": 0})
+    done = subprocess.run(
+        [sys.executable, "-m", "hoi4_arena.cli", "collect-pair", str(bad), str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "budget.games" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "o").exists()
