@@ -821,6 +821,49 @@ def train_ppo_command(
     print_json(train_ppo(config, resume=resume, changes=given_on_command_line(ctx, config)))
 
 
+from hoi4_arena.training.idm_config import LabelConfig, TrainIDMConfig  # noqa: E402
+
+
+@app.command("train-idm", rich_help_panel="Learn from video")
+@from_config(
+    TrainIDMConfig,
+    arguments=("data", "out"),
+    options={
+        "data": Opt(metavar="DATA"),
+        "out": Opt(metavar="OUT"),
+        "policy": Opt(convert=KEY_VALUES, extra="Repeatable: --policy KEY=VALUE."),
+        "sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
+    },
+)
+def train_idm_command(
+    ctx: typer.Context,
+    config: TrainIDMConfig,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
+    ] = False,
+) -> None:
+    """Train an inverse dynamics model: the 8 input tokens of each decision from the frames around it."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.idm import train_idm
+
+    print_json(train_idm(config, resume=resume, changes=given_on_command_line(ctx, config)))
+
+
+@app.command("label", rich_help_panel="Learn from video")
+@from_config(
+    LabelConfig,
+    arguments=("checkpoint", "data"),
+    options={"checkpoint": Opt(metavar="IDM_CKPT"), "data": Opt(metavar="DATA")},
+)
+def label_command(config: LabelConfig) -> None:
+    """Label the inputs of every session without any (imported videos) with an IDM, beside its own files."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.idm import label
+
+    print_json(label(config))
+
+
 # --- play ---------------------------------------------------------------------------------------
 
 

@@ -44,6 +44,7 @@ from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE, NONE
 from hoi4_arena.screen.views import compute_views
 from hoi4_arena.sessions import stored_views
+from hoi4_arena.sessions.labels import read_labels
 from hoi4_arena.sessions.reader import Decision, SessionReader
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,10 @@ class DecodeSettings:
     """Leave out of the loss decisions that press a button after a move in the same decision."""
     stored_views: bool = True
     """Read the views stored at capture time where a session has them for this layout (no decoding)."""
+    idm_sessions: tuple[str, ...] = ()
+    """Ids of the sessions whose tokens are an IDM's labels (sessions/labels.py), not their inputs."""
+    idm_min_logp: float | None = None
+    """Leave out of the loss labelled decisions with a token less likely than this."""
 
     def __post_init__(self) -> None:
         unknown = [hex(k) for k in self.drop_keys if k not in KEY_NAMES]
@@ -148,6 +153,10 @@ def decode_session(
     """
     reader = SessionReader(folder)
     layout = settings.view_layout
+    labelled = None
+    if reader.manifest.id in settings.idm_sessions:
+        labels = read_labels(reader.path)
+        labelled = (labels.tokens, labels.keep(settings.idm_min_logp))
     try:
         layout.check_screen(reader.size)
     except ValueError as error:
@@ -168,7 +177,7 @@ def decode_session(
                 for decision in reader.decisions(images=False, arena=False):
                     wanted = need is None or (decision.index < len(need) and need[decision.index])
                     views = stored.views_at(decision.frame_index) if wanted else None
-                    yield _sample(reader, decision, views, settings, need)
+                    yield _sample(reader, decision, views, settings, need, labelled)
                     done = decision.index + 1
                 return
             except stored_views.StoredViewsError as error:
@@ -179,7 +188,7 @@ def decode_session(
         views = None
         if need is None or (decision.index < len(need) and need[decision.index]):
             views = compute_views(decision.image, decision.pointer_px, layout)
-        yield _sample(reader, decision, views, settings, need)
+        yield _sample(reader, decision, views, settings, need, labelled)
 
 
 _warned: set[tuple[str, str]] = set()
@@ -198,14 +207,19 @@ def _sample(
     views: dict[str, np.ndarray] | None,
     settings: DecodeSettings,
     need: np.ndarray | None,
+    labelled: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> DecisionSample:
     index = decision.index
     if need is not None and index >= len(need):
         raise UserError(f"{reader.path}: holds more decisions than its frame log promised ({len(need)})")
+    if labelled is not None and index >= len(labelled[0]):
+        raise UserError(
+            f"{reader.path}: holds more decisions than its labels ({len(labelled[0])}); label it again"
+        )
     policy_inputs = reader.manifest.source != "policy" and any(
         event.source == "policy" for event in decision.events
     )
-    tokens = drop_key_tokens(decision.tokens, settings.drop_keys)
+    tokens = drop_key_tokens(decision.tokens if labelled is None else labelled[0][index], settings.drop_keys)
     after_move = pressed_after_move(tokens)
     return DecisionSample(
         index=index,
@@ -220,7 +234,8 @@ def _sample(
         trainable=not decision.burst
         and decision.focus
         and not policy_inputs
-        and not (settings.look_before_click and after_move),
+        and not (settings.look_before_click and after_move)
+        and (labelled is None or bool(labelled[1][index])),
     )
 
 

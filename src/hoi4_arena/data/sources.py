@@ -22,6 +22,7 @@ from pathlib import Path
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.sessions.format import SOURCES
+from hoi4_arena.sessions.labels import has_labels, read_labels
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.sessions.splits import find_session_folders, iter_sessions
 
@@ -31,6 +32,9 @@ DEFAULT_SOURCES = ("human", "scripted")
 """Demonstrations by default: people and the scripted player act through the screen. The game's AI
 (`ai`) acts through orders, so its sessions hold few or no inputs, and `policy` sessions are the agent's
 own play; ask for them with --sources."""
+IDM_SOURCE = "idm"
+"""Not a manifest source: the sessions an IDM labelled (`hoi4-arena label`), whatever their manifest says.
+They train on their labels; a labelled session whose own source is asked for too trains on its inputs."""
 
 
 @dataclass(frozen=True)
@@ -68,12 +72,13 @@ class DataSet:
 
 
 def check_sources(sources: tuple[str, ...]) -> tuple[str, ...]:
-    unknown = sorted(set(sources) - set(SOURCES))
+    known = (*SOURCES, IDM_SOURCE)
+    unknown = sorted(set(sources) - set(known))
     if unknown or not sources:
         raise UserError(
-            f"unknown source {', '.join(unknown) or '(none given)'}; choose among {', '.join(SOURCES)}"
+            f"unknown source {', '.join(unknown) or '(none given)'}; choose among {', '.join(known)}"
         )
-    return tuple(sorted(set(sources), key=SOURCES.index))
+    return tuple(sorted(set(sources), key=known.index))
 
 
 def find_sessions(
@@ -88,7 +93,8 @@ def find_sessions(
     held: dict[str, int] = {}
     data = DataSet(str(data_dir), [], [])
     for entry in complete:
-        if entry.manifest.source not in sources:
+        own = entry.manifest.source in sources
+        if not own and not (IDM_SOURCE in sources and has_labels(entry.path)):
             other_sources[entry.manifest.source] = other_sources.get(entry.manifest.source, 0) + 1
             continue
         if entry.split not in ("train", "val"):
@@ -100,6 +106,13 @@ def find_sessions(
             windows = reader.windows().windows
             decisions = len(windows)
             active = tuple(window.index for window in windows if window.events)
+            if not own:  # trained on its labels: the decisions the IDM gave any input are the active ones
+                labels = read_labels(entry.path)
+                if len(labels) != decisions:
+                    raise UserError(
+                        f"its labels hold {len(labels)} decisions, the session {decisions}; label it again"
+                    )
+                active = tuple(int(k) for k in (labels.tokens[:, :, 0] != 0).any(axis=1).nonzero()[0])
         except (UserError, ValueError) as error:
             log.warning("skipping session %s: %s", entry.path, error)
             data.skipped.append({"path": str(entry.path), "reason": str(error)})
@@ -108,7 +121,8 @@ def find_sessions(
             log.warning("skipping session %s: it holds no 200 ms decision", entry.path)
             data.skipped.append({"path": str(entry.path), "reason": "no decision"})
             continue
-        found = SessionSource(str(entry.path), entry.id, entry.manifest.source, entry.split, decisions, active)
+        source = entry.manifest.source if own else IDM_SOURCE
+        found = SessionSource(str(entry.path), entry.id, source, entry.split, decisions, active)
         (data.train if entry.split == "train" else data.val).append(found)
     if not data.train:
         parts = [f"{len(folders)} session folder(s)"]

@@ -54,7 +54,7 @@ import torch
 from hoi4_arena.data.decode import DecodeSettings
 from hoi4_arena.data.loader import Batch, DataPosition, DataSettings, WindowLoader
 from hoi4_arena.data.shuffle import sample_refs
-from hoi4_arena.data.sources import DataSet, SessionSource, find_sessions
+from hoi4_arena.data.sources import IDM_SOURCE, DataSet, SessionSource, find_sessions
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
 from hoi4_arena.models.policy import Observation, Policy, PolicyOutput, PolicyState
@@ -328,7 +328,13 @@ def train_bc(
             "(other sessions or other lengths); resume needs the same data, or start a new run"
         )
     settings = DataSettings(
-        decode=DecodeSettings(config.layout, config.drop_keys, config.look_before_click),
+        decode=DecodeSettings(
+            config.layout,
+            config.drop_keys,
+            config.look_before_click,
+            idm_sessions=tuple(s.id for s in data.train + data.val if s.source == IDM_SOURCE),
+            idm_min_logp=config.idm_min_logp,
+        ),
         window=config.window,
         lead_in=config.lead_in,
         batch=config.batch,
@@ -452,6 +458,10 @@ def train_bc(
                 scored = mask
                 if advantage is not None:  # each decision's loss times exp(A / beta), clipped
                     scored = mask * torch.from_numpy(advantage.for_batch(batch)).to(device)
+                if config.idm_weight != 1 and settings.decode.idm_sessions:  # labelled sessions' weight
+                    ids = settings.decode.idm_sessions
+                    rows = [config.idm_weight if key[0] in ids else 1.0 for key in batch.keys]
+                    scored = scored * torch.tensor(rows, device=device)[:, None]
                 loss = (slot_nll(out_, weight).sum(-1) * scored).sum() / counted.clamp(min=1)
                 optimizer.zero_grad(set_to_none=True)
                 grad_norm = 0.0

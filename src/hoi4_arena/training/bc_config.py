@@ -84,7 +84,7 @@ class BCConfig:
     device: str = "auto"
     """cpu, cuda, cuda:N, or auto (cuda when available)."""
     sources: tuple[str, ...] = ("human", "scripted")
-    """Manifest sources used as demonstrations: human, scripted, ai, policy."""
+    """Manifest sources used as demonstrations: human, scripted, ai, policy; idm: sessions an IDM labelled."""
     drop_keys: tuple[int, ...] = ()
     """Virtual-key codes whose tokens are removed from the demonstrations (e.g. 0x20)."""
     open_sessions: int = 4
@@ -105,6 +105,10 @@ class BCConfig:
     """--advantage's temperature: a decision weighs exp(A / beta) (A is a change in win probability)."""
     max_weight: float = 20.0
     """--advantage's clip: no decision weighs more than this."""
+    idm_min_logp: float | None = None
+    """--sources idm: leave out labelled decisions with a token less likely than this (log-likelihood)."""
+    idm_weight: float = 1.0
+    """--sources idm: the loss weight of a labelled decision (a recorded one weighs 1)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(self.sources))
@@ -138,10 +142,14 @@ class BCConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise UserError(f"{name} must be a finite number >= 0, got {value!r}")
-        for name in ("beta", "max_weight"):
+        for name in ("beta", "max_weight", "idm_weight"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise UserError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.idm_min_logp is not None and not (
+            math.isfinite(self.idm_min_logp) and self.idm_min_logp <= 0
+        ):
+            raise UserError(f"idm_min_logp is a log-likelihood: a number <= 0, got {self.idm_min_logp!r}")
         if not (isinstance(self.hold_gb, int | float) and math.isfinite(self.hold_gb) and self.hold_gb >= 0):
             raise UserError(f"hold_gb must be a finite number >= 0, got {self.hold_gb!r}")
         if not (isinstance(self.idle_windows, int | float) and 0 <= self.idle_windows <= 1):

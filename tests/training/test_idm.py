@@ -1,0 +1,199 @@
+"""train-idm, label and train-bc --sources idm on the marker game (tests/data/marker_game.py): a tiny IDM
+fits the game; labelling an imported copy of its video writes labels beside the session and never
+changes the session's own files; --sources idm reads only labelled sessions; bad input is refused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from hoi4_arena.cli import app
+from hoi4_arena.data.decode import DecodeSettings, decode_session
+from hoi4_arena.data.sources import find_sessions
+from hoi4_arena.errors import UserError
+from hoi4_arena.models.idm import IDMConfig, InverseDynamics, load_idm, window_indices
+from hoi4_arena.sessions.import_video import import_video
+from hoi4_arena.sessions.import_video_config import ImportVideoConfig
+from hoi4_arena.sessions.labels import INDEX, LINES, read_labels
+from hoi4_arena.training.idm import label, report, train_idm
+from hoi4_arena.training.idm_config import LabelConfig, TrainIDMConfig
+
+TINY = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, head_dim=48, position_dim=16)
+runner = CliRunner()
+
+
+def config(data: Path, out: Path, **fields) -> TrainIDMConfig:
+    settings = dict(policy=TINY, dim=32, ahead=0.4, lr=3e-3, batch=8, epochs=20, threads=1, device="cpu")
+    settings.update(fields)
+    return TrainIDMConfig(data=str(data), out=str(out), **settings)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
+    """The marker game (train and the same game held out) and a tiny IDM trained on it, once."""
+    from marker_game import write_marker_session
+
+    torch.set_num_threads(1)
+    data = tmp_path_factory.mktemp("idm") / "data"
+    write_marker_session(data / "train", seed=1, frames=120, session_id="train")
+    write_marker_session(data / "held", seed=1, frames=120, session_id="held", split="val")
+    out = data.parent / "idm"
+    summary = train_idm(config(data, out))
+    return data, out, summary
+
+
+def tree_hashes(folder: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()
+    }
+
+
+def test_window_indices_repeat_the_ends() -> None:
+    assert window_indices(0, 5, 1, 2) == [0, 0, 1, 2]
+    assert window_indices(4, 5, 1, 2) == [3, 4, 4, 4]
+    assert window_indices(2, 5, 0, 0) == [2]
+
+
+def test_report_counts_kinds_keys_buttons_and_pointer_error() -> None:
+    truth = np.zeros((2, 8, 3), np.int64)
+    truth[0, 1] = (1, 100, 100)  # a move
+    truth[0, 2] = (2, 0, 0)  # a button
+    predicted = truth.copy()
+    predicted[0, 1] = (1, 103, 104)  # 5 lattice units away
+    predicted[0, 2] = (0, 0, 0)  # the button missed
+    out = report(predicted, truth)
+    assert out["pointer_error_lattice"]["mean"] == 5.0
+    assert out["button_accuracy"] == 0.0 and out["kind_accuracy_by_kind"]["move"] == 1.0
+    assert (
+        out["decision_kind_accuracy_with_input"] == 0.0 and out["decision_kind_accuracy_without_input"] == 1.0
+    )
+
+
+@pytest.mark.slow
+def test_a_tiny_idm_fits_the_marker_game(trained) -> None:
+    _, out, summary = trained
+    held = summary["held_out"]  # the same game again: the fit, by argmax labels
+    assert summary["stopped"] == "epochs" and summary["window"] == {"behind": 1, "ahead": 2}
+    assert held["kind_accuracy"] >= 0.95, held
+    assert held["decision_kind_accuracy_with_input"] >= 0.8, held
+    assert held["button_accuracy"] >= 0.9, held
+    assert (out / "last.pt").is_file() and (out / "report.json").is_file() and list((out / "tb").iterdir())
+    checkpoint = load_idm(out / "last.pt")
+    assert checkpoint.config.ahead == 2 and checkpoint.layout["name"] == "cpu"
+
+
+@pytest.mark.slow
+def test_label_writes_beside_an_imported_video_and_train_bc_reads_only_labelled(trained, tmp_path) -> None:
+    data, out, _ = trained
+    videos = tmp_path / "videos"
+    import_video(
+        ImportVideoConfig(videos=[data / "held" / "screen.mkv"], out=videos, game_speed=4, game="sim")
+    )
+    session = videos / "screen"
+    before = tree_hashes(session)
+    result = label(LabelConfig(checkpoint=str(out / "last.pt"), data=str(videos), device="cpu"))
+    assert len(result["labelled"]) == 1
+    after = tree_hashes(session)
+    assert {k: v for k, v in after.items() if k not in (INDEX, LINES)} == before  # its own files unchanged
+    labels = read_labels(session)
+    assert labels.index["source"] == "idm" and len(labels) == 60 and labels.logp.max() <= 0
+    # Labelled from pixels alone (the pointer unknown), the clicks are still where the recorder put them.
+    truth = np.stack([s.tokens for s in decode_session(data / "held", DecodeSettings())])
+    assert (labels.tokens[..., 0] == truth[..., 0]).mean() >= 0.9
+
+    # --sources idm: only the labelled session, its tokens the labels.
+    mixed = tmp_path / "mixed"
+    shutil.copytree(data, mixed / "recorded")
+    shutil.copytree(videos, mixed / "videos", symlinks=True)
+    found = find_sessions(mixed, ("idm",))
+    assert [s.source for s in found.train] == ["idm"] and not found.val
+    settings = DecodeSettings(idm_sessions=(found.train[0].id,), idm_min_logp=-1e9)
+    tokens = np.stack([s.tokens for s in decode_session(found.train[0].path, settings)])
+    assert np.array_equal(tokens, labels.tokens)
+    strict = DecodeSettings(idm_sessions=(found.train[0].id,), idm_min_logp=0.0)
+    assert not any(
+        s.trainable for s in decode_session(found.train[0].path, strict) if (s.tokens[:, 0] != 0).any()
+    )
+    both = find_sessions(mixed, ("scripted", "idm"))
+    assert sorted(s.source for s in both.train) == ["idm", "scripted"]
+
+    args = [
+        "train-bc",
+        str(mixed),
+        str(tmp_path / "bc"),
+        "--sources",
+        "idm",
+        "--policy",
+        "width=8,summary_dim=16",
+    ]
+    args += ["--window", "4", "--batch", "2", "--workers", "0", "--max-steps", "2", "--threads", "1"]
+    result = runner.invoke(app, [*args, "--idm-weight", "0.5", "--idm-min-logp", "-5", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["sessions"]["train"] == 1 and summary["steps"] == 2
+
+
+@pytest.mark.slow
+def test_label_refuses_real_inputs_and_other_layouts(trained, tmp_path) -> None:
+    data, out, _ = trained
+    session = tmp_path / "recorded"
+    shutil.copytree(data / "train", session)
+    before = tree_hashes(session)
+    with pytest.raises(UserError, match="real inputs.*--force"):
+        label(LabelConfig(checkpoint=str(out / "last.pt"), data=str(session), device="cpu"))
+    assert tree_hashes(session) == before
+    label(LabelConfig(checkpoint=str(out / "last.pt"), data=str(session), force=True, device="cpu"))
+    after = tree_hashes(session)
+    assert {k: v for k, v in after.items() if k not in (INDEX, LINES)} == before
+    with pytest.raises(UserError, match="trained on view layout 'cpu'"):
+        label(LabelConfig(checkpoint=str(out / "last.pt"), data=str(session), layout="full", device="cpu"))
+
+
+def test_bad_input_is_refused(tmp_path) -> None:
+    from hoi4_arena.models.checkpoint import save_checkpoint
+    from hoi4_arena.models.config import PolicyConfig
+    from hoi4_arena.models.policy import Policy
+
+    policy = tmp_path / "policy.pt"
+    save_checkpoint(policy, Policy(PolicyConfig(layout="cpu", **TINY, hidden=16)))
+    with pytest.raises(UserError, match="not an IDM checkpoint"):
+        load_idm(policy)
+    with pytest.raises(UserError, match="cnn_clip"):
+        config(tmp_path, tmp_path / "o", encoder="cnn_clip")
+    with pytest.raises(UserError, match="--sequence is not built"):
+        config(tmp_path, tmp_path / "o", sequence=True)
+    with pytest.raises(UserError, match="multiple of 0.2"):
+        config(tmp_path, tmp_path / "o", ahead=0.3)
+    with pytest.raises(UserError, match="log-likelihood"):
+        LabelConfig(checkpoint="x", data="y", min_logp=1.0)
+    with pytest.raises(UserError, match="no such folder|does not exist"):
+        train_idm(config(tmp_path / "missing", tmp_path / "o"))
+
+
+def test_the_idm_scores_exactly_and_labels_with_each_tokens_logp() -> None:
+    model = InverseDynamics(IDMConfig(IDMConfig().policy.__class__(layout="cpu", **TINY), 1, 1, 16))
+    sizes = model.sizes
+    n, t = 2, 3
+    gen = torch.Generator().manual_seed(0)
+    from hoi4_arena.models.policy import Observation
+
+    obs = Observation(
+        torch.randint(0, 255, (n, t, *sizes.global_hw, 3), generator=gen, dtype=torch.uint8),
+        torch.randint(0, 255, (n, t, 4, *sizes.quadrant_hw, 3), generator=gen, dtype=torch.uint8),
+        torch.randint(0, 255, (n, t, sizes.fovea, sizes.fovea, 3), generator=gen, dtype=torch.uint8),
+        torch.ones(n, t, dtype=torch.long),
+        torch.full((n, t, 2), 512, dtype=torch.long),
+    )
+    tokens, logp = model.label(obs)
+    assert tokens.shape == (n, 8, 3) and logp.shape == (n, 8)
+    scores = model(obs, tokens)
+    assert torch.allclose(scores.logp, logp.sum(-1), atol=1e-5)
+    with pytest.raises(ValueError, match="window of 3 frames"):
+        model(obs.map(lambda v: v[:, :2]), tokens)
