@@ -239,3 +239,47 @@ def test_sums_beyond_int32_stay_exact() -> None:
     assert np.array_equal(resample.area_resample(image, (1, 5)), expected)
     assert np.array_equal(resample_torch.area_resample(torch.from_numpy(image), (1, 5)).numpy(), expected)
     assert np.array_equal(resample.area_resample(np.full_like(image, 255), (1, 5)), np.full((1, 5, 1), 255))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda case: case["name"])
+def test_channel_picking_and_threads_match_golden(case: dict, threads: int) -> None:
+    # The kernel read through a BGRA-like pixel (the X11 grab): an extra byte per pixel, channels
+    # reversed by `channels`, rows split between two threads. The same golden bytes.
+    image = golden_input(case)
+    height, width, channels = image.shape
+    wider = np.zeros((height, width, channels + 1), np.uint8)
+    wider[..., :channels] = image[..., ::-1]
+    wider[..., channels] = 77  # a fourth byte (alpha) that must never leak into the output
+    order = tuple(range(channels - 1, -1, -1))
+    grid = [([(0, height)], [(0, width)], case["size"])]
+    (out,) = resample.area_resample_grids(wider, grid, channels=order, threads=threads)
+    check_golden(case, out[0, 0])
+
+
+def test_both_accumulator_widths_are_exercised_and_exact() -> None:
+    # uint16 row sums while 255 * (rows / gcd) fits, int32 beyond: 1080 -> 256 is the first kind,
+    # 1081 -> 256 (gcd 1) the second; both against the torch twin.
+    for rows, want in ((1080, np.uint16), (1081, np.int32)):
+        grid = ((((0, rows),), ((0, 1923),), (256, 448)),)
+        assert resample.grid_plan(grid, 3, (0, 1, 2)).yweights.dtype == want
+        frame = golden.golden_frame((rows, 1923, 3), "hash", seed=rows)
+        expected = resample_torch.area_resample(torch.from_numpy(frame), (256, 448)).numpy()
+        for threads in (1, 2):
+            (out,) = resample.area_resample_grids(frame, [grid[0]], threads=threads)
+            assert np.array_equal(out[0, 0], expected)
+
+
+def test_several_grids_in_one_call_equal_separate_calls() -> None:
+    frame = golden.golden_frame((541, 963, 3), "hash", seed=3)
+    rows, cols = [(0, 270), (270, 271)], [(0, 481), (481, 482)]
+    whole, quads = resample.area_resample_grids(
+        frame, [([(0, 541)], [(0, 963)], (72, 128)), (rows, cols, (90, 160))]
+    )
+    assert np.array_equal(whole[0, 0], resample.area_resample(frame, (72, 128)))
+    for r, (y, hh) in enumerate(rows):
+        for c, (x, ww) in enumerate(cols):
+            crop = torch.from_numpy(np.ascontiguousarray(frame[y : y + hh, x : x + ww]))
+            assert np.array_equal(quads[r, c], resample_torch.area_resample(crop, (90, 160)).numpy())
+    with pytest.raises(ValueError, match="channels"):
+        resample.area_resample_grids(frame, [([(0, 541)], [(0, 963)], (72, 128))], channels=(3,))

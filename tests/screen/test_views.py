@@ -12,7 +12,13 @@ import torch
 
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.resample import area_resample
-from hoi4_arena.screen.views import compute_views, compute_views_torch, crop_regions, fovea_origin
+from hoi4_arena.screen.views import (
+    compute_views,
+    compute_views_bgra,
+    compute_views_torch,
+    crop_regions,
+    fovea_origin,
+)
 
 GOLDEN_DIR = Path(__file__).parents[1] / "golden"
 _spec = importlib.util.spec_from_file_location("resample_golden", GOLDEN_DIR / "resample_golden.py")
@@ -123,3 +129,28 @@ def test_strided_frames_give_the_same_views(hd_frame: np.ndarray) -> None:
     layout = ViewLayout.named("full")
     strided, copied = compute_views(flipped, (10, 10), layout), compute_views(hd_frame, (10, 10), layout)
     assert all(np.array_equal(strided[name], copied[name]) for name in copied)
+
+
+def bgra_of(rgb: np.ndarray) -> np.ndarray:
+    bgra = np.empty((*rgb.shape[:2], 4), np.uint8)
+    bgra[..., :3] = rgb[..., ::-1]
+    bgra[..., 3] = 255
+    return bgra
+
+
+@pytest.mark.parametrize("case", VIEW_CASES, ids=lambda c: c["name"])
+def test_bgra_views_match_golden(case: dict, hd_frame: np.ndarray) -> None:
+    check(case, compute_views_bgra(bgra_of(hd_frame), case["pointer"], ViewLayout.named(case["layout"])))
+
+
+@pytest.mark.parametrize("shape", [(2160, 3840), (1081, 1923), (541, 961), (1440, 2560)])
+def test_bgra_views_equal_the_torch_views_at_4k_and_odd_sizes(shape: tuple[int, int]) -> None:
+    frame = golden.golden_frame((*shape, 3), "hash", seed=11)
+    pointer = (shape[1] - 5, 7)
+    for name in ("full", "cpu"):
+        layout = ViewLayout.named(name)
+        want = compute_views_torch(torch.from_numpy(frame), pointer, layout)
+        got = compute_views_bgra(bgra_of(frame), pointer, layout)
+        assert all(np.array_equal(got[v], want[v].numpy()) for v in want), (shape, name)
+    with pytest.raises(ValueError, match=r"\(H, W, 4\) uint8 frame"):
+        compute_views_bgra(frame, pointer, layout)

@@ -11,15 +11,21 @@ Because nothing here is floating point until the final integer division, `resamp
 side, CPU and CUDA) produces the same bytes; the golden vectors in tests/golden/ pin both.
 
 Speed: the two passes are fused in one compiled loop per output row (numba): the vertical pass
-accumulates the covered input rows into an int32 row buffer, the horizontal pass reduces that buffer to
-the output row and divides. The input is read once; `bench/views.py` compares it to OpenCV's INTER_AREA.
+accumulates the covered input rows into a uint16 row (int32 when the sums could exceed it; weights are
+divided by the gcd of the sizes, the same rational with smaller sums), the horizontal pass reduces that
+row in int32 and divides. Several grids (the global view and the quadrants) go through one call, which
+reads any pixel layout (`channels` picks RGB out of a BGRA grab, no RGB copy) and splits the rows
+between the caller and one helper thread on large frames. `bench/views.py` compares it to OpenCV.
 
 Try: python -m hoi4_arena.screen.resample 1080x1920 256x448
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,6 +36,9 @@ import numpy as np
 # and the largest input height for which the int32 vertical accumulator cannot overflow.
 MAX_AREA = 1 << 40
 MAX_ROWS = (1 << 31) // 256
+# From this many input bytes on, a second thread takes half of the rows (bench/views.py: at 1080p and
+# up it pays on two cores; a 960x540 frame's views are done in about a millisecond on one).
+THREADED_BYTES = 4_000_000
 
 Span = tuple[int, int]
 """(start, length) of a crop along one axis, in input pixels."""
@@ -97,71 +106,169 @@ def axis_plan(n_in: int, n_out: int) -> AxisPlan:
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _area_rows(src, ystart, yweights, yden, xindex, xweights, xden, xinverse, out):
-    # src (H, W*C) uint8. Output row j (of out's (n_rows, n)) sums the input rows ystart[j] + k with
-    # yweights[j, k] into an int32 row, then output value t sums that row at xindex[k, t] with
-    # xweights[k, t] (float64, per value: the channel is folded into the index) and divides.
+def _area_rows(
+    lo, hi, src, ystart, yweights, yplan, yden, yinverse, xindex, xweights, xden, xinverse, xtaps, xwidth,
+    acc, num, out,
+):  # fmt: skip
+    # src (H, W*P) uint8, P bytes per pixel. Output row j in [lo, hi) sums the input rows
+    # ystart[j] + k with yweights[j, k] into the row `acc` (uint16 when the sums fit, else int32:
+    # narrow integer lanes are what makes this loop fast), then output value t of row j's grid
+    # g = yplan[j] sums that row at xindex[g, k, t] (the pixel stride and the channel order are folded
+    # into the index) with xweights[g, k, t] and divides. Weights are divided by the gcd of each
+    # axis's sizes: the same rational, smaller sums.
     width = src.shape[1]
-    n = xindex.shape[1]
-    acc = np.empty(width, np.int32)
-    accf = np.empty(width, np.float64)
-    num = np.empty(n, np.float64)
-    for j in range(ystart.shape[0]):
+    for j in range(lo, hi):
         acc[:] = 0
         for k in range(yweights.shape[1]):
-            weight = np.int32(yweights[j, k])
+            weight = yweights[j, k]
             if weight == 0:
                 continue
             row = src[ystart[j] + k]
             for t in range(width):
-                acc[t] += weight * np.int32(row[t])
-        # From here on float64 is exact: every partial sum is an integer below 255 * den < 2**48.
-        for t in range(width):
-            accf[t] = acc[t]
-        num[:] = 0.0
-        for k in range(xindex.shape[0]):
+                acc[t] = acc[t] + weight * row[t]  # (not +=: this form keeps uint16 lanes)
+        g = yplan[j]
+        n = xwidth[g]
+        num[:n] = 0
+        for k in range(xtaps[g]):
             for t in range(n):
-                num[t] += xweights[k, t] * accf[xindex[k, t]]
-        ydenf = np.float64(yden[j])
-        yinverse = 1.0 / ydenf
+                num[t] = num[t] + xweights[g, k, t] * acc[xindex[g, k, t]]
+        ydenf = yden[j]
+        yinv = yinverse[j]
         for t in range(n):
             # floor((num + den // 2) / den), by a multiply: the quotient is at most 255.5 and a
             # fraction is at least 1 / den away from an integer, so adding half of 1 / den absorbs
             # the float64 rounding (a few ulps) without ever crossing an integer while den < 2**40.
-            den = ydenf * xden[t]
-            inverse = yinverse * xinverse[t]
-            value = (num[t] + np.floor(0.5 * den)) * inverse + 0.5 * inverse
+            den = ydenf * xden[g, t]
+            inverse = yinv * xinverse[g, t]
+            value = (np.float64(num[t]) + np.floor(0.5 * den)) * inverse + 0.5 * inverse
             out[j, t] = np.uint8(np.int32(value))
+
+
+Grid = tuple[tuple[Span, ...], tuple[Span, ...], tuple[int, int]]
+"""(row spans, column spans, output size) of one grid of crops."""
 
 
 @dataclass(frozen=True)
 class GridPlan:
-    """Everything `_area_rows` needs to resample a grid of crops, precomputed once per geometry."""
+    """Everything `_area_rows` needs to resample grids of crops, precomputed once per geometry.
 
-    rows: AxisPlan
-    xindex: np.ndarray  # (taps, n_cols * C) int32: where each output value's taps read the row
-    xweights: np.ndarray  # (taps, n_cols * C) float64
-    xden: np.ndarray  # (n_cols * C,) float64
-    xinverse: np.ndarray  # (n_cols * C,) float64
+    Rows of every grid are stacked (grid after grid, tile row after tile row); `yplan` says which
+    grid's horizontal plan a row uses. Horizontal plans are padded to the same taps and width.
+    """
+
+    ystart: np.ndarray  # (rows,) int64
+    yweights: np.ndarray  # (rows, taps) uint16 or int32 (the accumulator's dtype)
+    yplan: np.ndarray  # (rows,) int64
+    yden: np.ndarray  # (rows,) float64
+    yinverse: np.ndarray  # (rows,) float64
+    xindex: np.ndarray  # (grids, taps, width) int32: byte of the row each tap of an output value reads
+    xweights: np.ndarray  # (grids, taps, width) int32 or int64 (the numerator's dtype)
+    xden: np.ndarray  # (grids, width) float64
+    xinverse: np.ndarray  # (grids, width) float64
+    xtaps: np.ndarray  # (grids,) int64: taps of each grid's horizontal plan
+    xwidth: np.ndarray  # (grids,) int64: output values per row of each grid (n_cols * w * C)
+    heights: tuple[int, ...]  # output rows of each grid (n_rows * h)
+
+
+def _reduced(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, int]:
+    plan = axis_plan(n_in, n_out)
+    g = math.gcd(n_in, n_out)
+    return plan.start, plan.weights // g, n_in // g
+
+
+def _pad(arrays: Sequence[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    return np.stack([np.pad(a, [(0, n - m) for n, m in zip(shape, a.shape, strict=True)]) for a in arrays])
 
 
 @functools.lru_cache(maxsize=64)
-def grid_plan(
-    row_spans: tuple[Span, ...], col_spans: tuple[Span, ...], size: tuple[int, int], channels: int
-) -> GridPlan:
-    """The plan for `area_resample_grid` (cached: a worker resamples the same geometry every frame)."""
-    h, w = size
-    rows = AxisPlan.concat([axis_plan(n, h).shifted(s) for s, n in row_spans])
-    cols = AxisPlan.concat([axis_plan(n, w).shifted(s) for s, n in col_spans])
-    # (taps, n_cols, C): tap k of output column q, channel c reads byte (start[q] + k) * C + c.
-    pixel = cols.start[None, :] + np.arange(cols.taps)[:, None]
-    xindex = (pixel[:, :, None] * channels + np.arange(channels)).reshape(cols.taps, -1)
-    xweights = np.repeat(cols.weights.T, channels, axis=1).astype(np.float64)
-    xden = np.repeat(cols.den, channels).astype(np.float64)
-    arrays = (xindex.astype(np.int32), xweights, xden, 1.0 / xden)
+def grid_plan(grids: tuple[Grid, ...], pixel: int, channels: tuple[int, ...]) -> GridPlan:
+    """The plan for `area_resample_grids` (cached: a worker resamples the same geometry every frame).
+
+    `pixel` is the input's bytes per pixel and `channels` the byte of a pixel each output channel
+    reads (e.g. (2, 1, 0) for RGB out of BGRA).
+    """
+    ystart, yweights, yden, yplan, heights = [], [], [], [], []
+    xplans = []
+    for g, (row_spans, col_spans, (h, w)) in enumerate(grids):
+        for s, n in row_spans:
+            start, weights, den = _reduced(n, h)
+            ystart.append(start + s)
+            yweights.append(weights)
+            yden.append(np.full(h, den))
+            yplan.append(np.full(h, g))
+        heights.append(len(row_spans) * h)
+        index, weights, den = [], [], []
+        for s, n in col_spans:
+            start, cols, d = _reduced(n, w)
+            # (taps, w, C): tap k of output column q, channel c reads byte (start[q] + k) * P + c.
+            pixels = (start + s)[None, :] + np.arange(cols.shape[1])[:, None]
+            index.append((pixels[:, :, None] * pixel + np.asarray(channels)).reshape(cols.shape[1], -1))
+            weights.append(np.repeat(cols.T, len(channels), axis=1))
+            den.append(np.full(w * len(channels), d))
+        taps = max(a.shape[0] for a in index)
+        index = np.concatenate([np.pad(a, ((0, taps - a.shape[0]), (0, 0))) for a in index], axis=1)
+        weights = np.concatenate([np.pad(a, ((0, taps - a.shape[0]), (0, 0))) for a in weights], axis=1)
+        xplans.append((index, weights, np.concatenate(den)))
+    taps = max(index.shape[0] for index, _, _ in xplans)
+    widest = max(index.shape[1] for index, _, _ in xplans)
+    ytaps = max(a.shape[1] for a in yweights)
+    yweights = np.concatenate([np.pad(a, ((0, 0), (0, ytaps - a.shape[1]))) for a in yweights])
+    yden = np.concatenate(yden).astype(np.float64)
+    xden = np.stack([np.pad(d, (0, widest - d.shape[0]), constant_values=1) for _, _, d in xplans])
+    xden = xden.astype(np.float64)
+    # uint16 rows while every vertical sum fits (1080p and 4K views do): twice the SIMD lanes of int32;
+    # the numerator in int32 while 255.5 * den fits (every screen up to 4K), else int64.
+    acc = np.uint16 if 255 * int(yweights.sum(axis=1).max()) <= 0xFFFF else np.int32
+    num = np.int32 if 255.5 * float(yden.max()) * float(xden.max()) < 2**31 else np.int64
+    arrays = (
+        np.concatenate(ystart).astype(np.int64),
+        yweights.astype(acc),
+        np.concatenate(yplan).astype(np.int64),
+        yden,
+        1.0 / yden,
+        _pad([index for index, _, _ in xplans], (taps, widest)).astype(np.int32),
+        _pad([weights for _, weights, _ in xplans], (taps, widest)).astype(num),
+        xden,
+        1.0 / xden,
+        np.array([index.shape[0] for index, _, _ in xplans], dtype=np.int64),
+        np.array([index.shape[1] for index, _, _ in xplans], dtype=np.int64),
+    )
     for array in arrays:
         array.setflags(write=False)
-    return GridPlan(rows, *arrays)
+    return GridPlan(*arrays, heights=tuple(heights))
+
+
+_POOL: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    # One helper thread per process (a forked child makes its own): the kernel releases the GIL, so
+    # the caller's thread and this one resample halves of the rows at once. Plain threads rather than
+    # numba's parallel=True: its OpenMP layer is not safe in processes forked after it started.
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="resample"))
+    return _POOL[1]
+
+
+def _run(src: np.ndarray, plan: GridPlan, out: np.ndarray, threads: int) -> None:
+    def rows(lo: int, hi: int) -> None:
+        acc = np.empty(src.shape[1], dtype=plan.yweights.dtype)
+        num = np.empty(plan.xindex.shape[2], dtype=plan.xweights.dtype)
+        _area_rows(
+            lo, hi, src, plan.ystart, plan.yweights, plan.yplan, plan.yden, plan.yinverse,
+            plan.xindex, plan.xweights, plan.xden, plan.xinverse, plan.xtaps, plan.xwidth,
+            acc, num, out,
+        )  # fmt: skip
+
+    n = plan.ystart.shape[0]
+    if threads < 2 or n < 2:
+        rows(0, n)
+        return
+    middle = n // 2
+    other = _pool().submit(rows, middle, n)
+    rows(0, middle)
+    other.result()
 
 
 def _as_hwc(image: np.ndarray) -> np.ndarray:
@@ -202,6 +309,57 @@ def check_spans(spans: Sequence[Span], limit: int, name: str) -> tuple[Span, ...
     return tuple(checked)
 
 
+def _check_grid(image: np.ndarray, grid: Sequence) -> Grid:
+    row_spans, col_spans, size = grid
+    height, width = image.shape[:2]
+    row_spans = check_spans(row_spans, height, "row")
+    col_spans = check_spans(col_spans, width, "column")
+    tallest = max(n for _, n in row_spans)
+    if tallest > MAX_ROWS:
+        raise ValueError(f"crops taller than {MAX_ROWS} rows could overflow the exact accumulator")
+    if tallest * max(n for _, n in col_spans) >= MAX_AREA:
+        raise ValueError(f"crops of {MAX_AREA} pixels or more are too large for exact rounding")
+    return row_spans, col_spans, check_size(size)
+
+
+def area_resample_grids(
+    image: np.ndarray,
+    grids: Sequence[tuple[Sequence[Span], Sequence[Span], Sequence[int]]],
+    channels: Sequence[int] | None = None,
+    threads: int | None = None,
+) -> list[np.ndarray]:
+    """Resample several grids of crops of one image in one call (the global view and the quadrants).
+
+    Each grid is (row_spans, col_spans, (h, w)) as in `area_resample_grid`, and gives an
+    (R, C, h, w, ch) uint8 array. `channels` picks and orders the image's channels: (2, 1, 0) turns a
+    BGRA grab into RGB views with no RGB copy of the frame (default: all channels in order).
+    `threads` (1 or 2) splits the rows between the caller and a helper thread; by default 2 when the
+    image is large enough for that to pay (`THREADED_BYTES`).
+    """
+    image = _as_hwc(image)
+    height, width, pixel = image.shape
+    order = tuple(range(pixel)) if channels is None else tuple(int(c) for c in channels)
+    if not order or any(not 0 <= c < pixel for c in order):
+        raise ValueError(f"channels {order} must pick among the image's {pixel} channels")
+    checked = tuple(_check_grid(image, grid) for grid in grids)
+    if not checked:
+        raise ValueError("need at least one grid")
+    plan = grid_plan(checked, pixel, order)
+    src = np.ascontiguousarray(image).reshape(height, width * pixel)
+    out = np.empty((plan.ystart.shape[0], plan.xindex.shape[2]), dtype=np.uint8)
+    if threads is None:
+        threads = 2 if image.nbytes >= THREADED_BYTES else 1
+    _run(src, plan, out, threads)
+    results, row = [], 0
+    for (row_spans, col_spans, (h, w)), n in zip(checked, plan.xwidth.tolist(), strict=True):
+        block = out[row : row + len(row_spans) * h, :n]
+        row += len(row_spans) * h
+        # (R*h, C*w*ch) -> (R, C, h, w, ch)
+        grid = block.reshape(len(row_spans), h, len(col_spans), w, len(order))
+        results.append(np.ascontiguousarray(grid.transpose(0, 2, 1, 3, 4)))
+    return results
+
+
 def area_resample_grid(
     image: np.ndarray, row_spans: Sequence[Span], col_spans: Sequence[Span], size: Sequence[int]
 ) -> np.ndarray:
@@ -211,27 +369,7 @@ def area_resample_grid(
     Returns (len(row_spans), len(col_spans), h, w, C) uint8 (C = 1 for a 2-D image). The four
     quadrants of a frame are the 2x2 grid of its halves; the whole frame is the 1x1 grid.
     """
-    image = _as_hwc(image)
-    h, w = check_size(size)
-    height, width, channels = image.shape
-    row_spans = check_spans(row_spans, height, "row")
-    col_spans = check_spans(col_spans, width, "column")
-    tallest = max(n for _, n in row_spans)
-    if tallest > MAX_ROWS:
-        raise ValueError(f"crops taller than {MAX_ROWS} rows could overflow the exact accumulator")
-    if tallest * max(n for _, n in col_spans) >= MAX_AREA:
-        raise ValueError(f"crops of {MAX_AREA} pixels or more are too large for exact rounding")
-
-    plan = grid_plan(row_spans, col_spans, (h, w), channels)
-    src = np.ascontiguousarray(image).reshape(height, width * channels)
-    out = np.empty((plan.rows.n_out, plan.xindex.shape[1]), dtype=np.uint8)
-    rows = plan.rows
-    _area_rows(
-        src, rows.start, rows.weights, rows.den, plan.xindex, plan.xweights, plan.xden, plan.xinverse, out
-    )
-    # (R*h, C*w*ch) -> (R, C, h, w, ch)
-    grid = out.reshape(len(row_spans), h, len(col_spans), w, channels)
-    return np.ascontiguousarray(grid.transpose(0, 2, 1, 3, 4))
+    return area_resample_grids(image, [(row_spans, col_spans, size)])[0]
 
 
 def area_resample(image: np.ndarray, size: Sequence[int]) -> np.ndarray:

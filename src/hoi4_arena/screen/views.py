@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hoi4_arena.screen.layout import Box, ViewLayout
-from hoi4_arena.screen.resample import area_resample, area_resample_grid
+from hoi4_arena.screen.resample import area_resample_grids
 
 if TYPE_CHECKING:
     import torch
@@ -44,10 +44,38 @@ def fovea_origin(pointer: Sequence[int], size: tuple[int, int], fovea: int) -> t
     return min(max(x - fovea // 2, 0), w - fovea), min(max(y - fovea // 2, 0), h - fovea)
 
 
-def _check_frame(frame: np.ndarray) -> None:
-    if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+def _check_frame(frame: np.ndarray, channels: int = 3) -> None:
+    if (
+        not isinstance(frame, np.ndarray)
+        or frame.dtype != np.uint8
+        or frame.ndim != 3
+        or frame.shape[2] != channels
+    ):
         shape = getattr(frame, "shape", None)
-        raise ValueError(f"expected an (H, W, 3) uint8 frame, got {type(frame).__name__} {shape}")
+        raise ValueError(f"expected an (H, W, {channels}) uint8 frame, got {type(frame).__name__} {shape}")
+
+
+def _views(
+    frame: np.ndarray, pointer: Sequence[int], layout: ViewLayout, channels: tuple[int, ...]
+) -> dict[str, np.ndarray]:
+    size = frame.shape[:2]
+    layout.check_screen(size)
+    rows, cols = quadrant_spans(size)
+    whole = [(0, size[0])], [(0, size[1])]
+    # One call for both: the rows are split between two threads once, on large frames.
+    global_, quadrants = area_resample_grids(
+        frame, [(*whole, layout.global_size), (rows, cols, layout.quadrant_size)], channels=channels
+    )
+    x0, y0 = fovea_origin(pointer, size, layout.fovea)
+    f = layout.fovea
+    fovea = np.empty((f, f, 3), dtype=np.uint8)
+    for c, source in enumerate(channels):
+        fovea[..., c] = frame[y0 : y0 + f, x0 : x0 + f, source]
+    return {
+        "global": global_[0, 0],
+        "quadrants": quadrants.reshape(4, *layout.quadrant_size, 3),
+        "fovea": fovea,
+    }
 
 
 def compute_views(frame: np.ndarray, pointer: Sequence[int], layout: ViewLayout) -> dict[str, np.ndarray]:
@@ -56,18 +84,15 @@ def compute_views(frame: np.ndarray, pointer: Sequence[int], layout: ViewLayout)
     Returns 'global' (h, w, 3), 'quadrants' (4, h, w, 3) and 'fovea' (f, f, 3), all uint8.
     """
     _check_frame(frame)
-    frame = np.ascontiguousarray(frame)  # one copy for both passes when a capture is a strided view
-    size = frame.shape[:2]
-    layout.check_screen(size)
-    rows, cols = quadrant_spans(size)
-    quadrants = area_resample_grid(frame, rows, cols, layout.quadrant_size)
-    x0, y0 = fovea_origin(pointer, size, layout.fovea)
-    f = layout.fovea
-    return {
-        "global": area_resample(frame, layout.global_size),
-        "quadrants": quadrants.reshape(4, *layout.quadrant_size, 3),
-        "fovea": np.ascontiguousarray(frame[y0 : y0 + f, x0 : x0 + f]),
-    }
+    return _views(np.ascontiguousarray(frame), pointer, layout, (0, 1, 2))
+
+
+def compute_views_bgra(bgra: np.ndarray, pointer: Sequence[int], layout: ViewLayout) -> dict[str, np.ndarray]:
+    """`compute_views` of an (H, W, 4) BGRA grab (the X11 capture), read as it is: no RGB copy of
+    the frame is made, the resampler reads each pixel's B, G, R bytes in RGB order. The same bytes
+    as `compute_views(bgra_to_rgb(bgra), ...)`."""
+    _check_frame(bgra, channels=4)
+    return _views(np.ascontiguousarray(bgra), pointer, layout, (2, 1, 0))
 
 
 def crop_regions(frame: np.ndarray, regions: Mapping[str, Box]) -> dict[str, np.ndarray]:
