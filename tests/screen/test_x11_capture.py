@@ -129,6 +129,24 @@ def test_composite_blends_premultiplied_alpha_rounding_half_up() -> None:
     assert frame[0].tolist() == [[200] * 3] * 4 and frame[2:].tolist() == [[[200] * 3] * 4] * 2
 
 
+def test_composite_into_the_bgra_grab_equals_the_rgb_composite() -> None:
+    # The worker composites into the grab itself (no RGB copy); its RGB bytes are the same and the
+    # fourth byte is untouched.
+    rng = np.random.default_rng(4)
+    rgb = rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)
+    bgra = np.concatenate([rgb[..., ::-1], np.full((12, 16, 1), 9, np.uint8)], axis=-1)
+    alpha = rng.choice([0, 128, 255], (6, 7)).astype(np.uint32)
+    colour = rng.integers(0, 256, (6, 7, 3)).astype(np.uint32) * alpha[..., None] // 255
+    argb = (alpha << 24) | (colour[..., 0] << 16) | (colour[..., 1] << 8) | colour[..., 2]
+    for root in [(3, 4), (-2, 9), (14, 1)]:
+        cursor = CursorImage(*root, hotspot=(1, 2), argb=argb)
+        want, got = rgb.copy(), bgra.copy()
+        composite_cursor(want, cursor, origin=(0, 0))
+        composite_cursor(got, cursor, origin=(0, 0))
+        np.testing.assert_array_equal(got[..., 2::-1], want, err_msg=str(root))
+        assert (got[..., 3] == 9).all()
+
+
 def test_composite_clips_at_every_edge() -> None:
     argb = np.full((5, 5), 0xFF_FF_00_00, dtype=np.uint32)
     for root in [(-3, -3), (2, -4), (6, 6), (-10, 2), (100, 100)]:

@@ -5,8 +5,9 @@ It drives both the simulator's window and HOI4 on Linux. One `X11Worker` holds:
 - the window, found by its process (_NET_WM_PID) or its name/class, and its client rectangle in root
   coordinates, read again before every capture and every batch (windows move);
 - capture: mss's XCB backend (XShmGetImage) grabs the rectangle; the cursor image from XFixes is
-  composited into it (the frame looks like a screen recording does); BGRA becomes RGB, and the views
-  are computed here, on the capture side, so only views need cross a process or network boundary;
+  composited into it (the frame looks like a screen recording does), and the views are computed here
+  from the BGRA grab as it is (RGB is copied out only for a full frame or regions), on the capture
+  side, so only views need cross a process or network boundary;
 - input: a dispatcher thread with its own X connection applies each batch through XTest, each event
   at its `t_ns` when timed, so the eight 25 ms slots of a decision are not stuck behind a screen grab;
 - safety: an `InputGuard` (safety.py) checks every batch, re-admits every event just before it is sent
@@ -55,7 +56,7 @@ from Xlib.display import Display
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.safety import InputGuard, SafetyConfig, Watchdog
-from hoi4_arena.screen.views import compute_views
+from hoi4_arena.screen.views import compute_views_bgra
 from hoi4_arena.screen.worker import ArmMode, Capture, CaptureRequest, Worker, WorkerError
 from hoi4_arena.screen.x11_input import BUTTON_NUMBERS, WHEEL_DOWN, WHEEL_UP, ReleaseGuardian, XTestInput
 from hoi4_arena.screen.x11_record import InjectionLedger, RecordListener
@@ -111,10 +112,12 @@ def bgra_to_rgb(bgra: np.ndarray) -> np.ndarray:
 
 
 def composite_cursor(frame: np.ndarray, cursor: CursorImage, origin: tuple[int, int]) -> None:
-    """Draw `cursor` into the RGB `frame` (whose top-left is `origin` in root coordinates), in place.
+    """Draw `cursor` into `frame` (whose top-left is `origin` in root coordinates), in place: an RGB
+    (H, W, 3) frame, or the (H, W, 4) BGRA grab itself (its fourth byte is left as it is).
 
     Premultiplied "over": out = c + dst * (255 - a) / 255, rounded half up; alpha 255 copies the
     sprite's colour and alpha 0 leaves the frame, so a binary-alpha cursor is composited exactly.
+    Only the sprite's rectangle is touched, so compositing into the grab costs no frame copy.
     """
     height, width = frame.shape[:2]
     left = cursor.root_x - cursor.hotspot[0] - origin[0]
@@ -128,8 +131,9 @@ def composite_cursor(frame: np.ndarray, cursor: CursorImage, origin: tuple[int, 
     alpha = (argb >> 24).astype(np.uint32)
     if not alpha.any():
         return
-    sprite = np.stack([(argb >> shift) & 0xFF for shift in (16, 8, 0)], axis=-1).astype(np.uint32)
-    region = frame[y0:y1, x0:x1]
+    shifts = (0, 8, 16) if frame.shape[2] == 4 else (16, 8, 0)  # BGRA or RGB byte order
+    sprite = np.stack([(argb >> shift) & 0xFF for shift in shifts], axis=-1).astype(np.uint32)
+    region = frame[y0:y1, x0:x1, :3]
     under = region.astype(np.uint32)
     blended = sprite + (under * (255 - alpha)[..., None] + 127) // 255
     out = np.where(alpha[..., None] == 0, under, np.minimum(blended, 255))
@@ -455,8 +459,8 @@ class X11Worker(Worker):
     def grab(self) -> tuple[np.ndarray, CursorImage, int]:
         """The client area as (H, W, 3) RGB with the cursor drawn, the cursor reply, and the grab time."""
         with self._x_lock:
-            frame, cursor, t_ns, _ = self._grab()
-        return frame, cursor, t_ns
+            bgra, cursor, t_ns, _ = self._grab()
+        return bgra_to_rgb(bgra), cursor, t_ns
 
     def _grab(self) -> tuple[np.ndarray, CursorImage, int, tuple[int, int]]:
         try:
@@ -481,21 +485,22 @@ class X11Worker(Worker):
         t_ns = time.monotonic_ns()
         shot = self._sct.grab({"left": left, "top": top, "width": width, "height": height})
         cursor = self._cursor()
+        # mss hands over a fresh bytearray: the cursor goes straight into the grab, and the views
+        # read it as BGRA (compute_views_bgra); an RGB copy is made only when a caller wants pixels.
         bgra = np.frombuffer(shot.raw, dtype=np.uint8).reshape(height, width, 4)
-        frame = bgra_to_rgb(bgra)
-        composite_cursor(frame, cursor, (left, top))
-        return frame, cursor, t_ns, (left, top)
+        composite_cursor(bgra, cursor, (left, top))
+        return bgra, cursor, t_ns, (left, top)
 
     def capture(self, request: CaptureRequest | None = None) -> Capture:
         self.guard.touch()
         request = request or CaptureRequest()
         _check_regions(request.regions, (self._rect[3], self._rect[2]))
         with self._x_lock:
-            frame, cursor, t_ns, (left, top) = self._grab()
+            bgra, cursor, t_ns, (left, top) = self._grab()
         # The watchdog reads the focus every 25 ms; asking again here would add round trips to the X
         # server, which a busy machine (the game itself) makes slow, for a flag a recorder reads.
         focus = self.guard.focus
-        height, width = frame.shape[:2]
+        height, width = bgra.shape[:2]
         _check_regions(request.regions, (height, width))  # the window may have been resized meanwhile
         pointer = (
             min(max(cursor.root_x - left, 0), width - 1),
@@ -504,13 +509,13 @@ class X11Worker(Worker):
         capture = Capture(t_ns=t_ns, size=(height, width), pointer=pointer, focus=focus)
         if request.views:
             try:
-                capture.views = compute_views(frame, pointer, self.layout)
+                capture.views = compute_views_bgra(bgra, pointer, self.layout)
             except ValueError as error:  # a client too small for the layout
                 raise WorkerError("bad_size", str(error)) from None
         for name, (x, y, w, h) in request.regions.items():
-            capture.regions[name] = frame[y : y + h, x : x + w].copy()
+            capture.regions[name] = bgra_to_rgb(bgra[y : y + h, x : x + w])
         if request.full:
-            capture.frame = frame
+            capture.frame = bgra_to_rgb(bgra)
         return capture
 
     def _cursor(self) -> CursorImage:
