@@ -17,7 +17,15 @@ from typing import Annotated
 import typer
 
 from hoi4_arena import __version__
-from hoi4_arena.cli_options import KEY_VALUES, SIZE, Opt, from_config, given_on_command_line, value_list
+from hoi4_arena.cli_options import (
+    KEY_VALUES,
+    SIZE,
+    Converter,
+    Opt,
+    from_config,
+    given_on_command_line,
+    value_list,
+)
 from hoi4_arena.errors import UserError
 
 app = typer.Typer(
@@ -528,65 +536,34 @@ def sim_run_command(
 # --- sim window ---------------------------------------------------------------------------------
 
 
+def _parse_sides(text: str, option: str) -> tuple[str, ...]:
+    sides = {"both": ("BLU", "RED"), "none": (), "BLU": ("BLU",), "RED": ("RED",)}
+    if text not in sides:
+        raise UserError(f"{option} is both, BLU, RED or none, not {text!r}")
+    return sides[text]
+
+
+_SIDES = Converter(_parse_sides, lambda ai: {2: "both", 0: "none"}.get(len(ai)) or ai[0], "SIDES")
+
+from hoi4_arena.sim.window import WindowConfig  # noqa: E402 -- numpy-free until the game starts
+
+
 @app.command("sim", rich_help_panel="Simulator and maps")
-def sim_command(
-    preset: Annotated[
-        str, typer.Option("--preset", help="Preset name, preset:seed, or a map folder.")
-    ] = "plains",
-    seed: Annotated[
-        int, typer.Option("--seed", help="World seed; also the map's seed unless --preset names one.")
-    ] = 0,
-    size: Annotated[str, typer.Option("--size", help="Window size WIDTHxHEIGHT, 16:9.")] = "1920x1080",
-    player: Annotated[str, typer.Option("--player", help="The side you play: BLU or RED.")] = "BLU",
-    ai: Annotated[
-        str | None,
-        typer.Option("--ai", help="Sides the game's AI plays: both, BLU, RED or none (default: your enemy)."),
-    ] = None,
-    ai_strength: Annotated[float, typer.Option("--ai-strength", help="The AI's strength, 0..1.")] = 0.5,
-    speed: Annotated[
-        int, typer.Option("--speed", help="Game speed 1..5 (1, 3, 6, 12, 24 game hours a second).")
-    ] = 3,
-    declarer: Annotated[
-        str | None,
-        typer.Option("--declarer", help="BLU, RED or coin declares war at the start (default: you decide)."),
-    ] = None,
-    days: Annotated[int, typer.Option("--days", help="Time limit in game days (a draw when reached).")] = 365,
-    userdir: Annotated[
-        Path | None, typer.Option("--userdir", help="Write the ARENA log to USERDIR/logs/game.log.")
-    ] = None,
-    paused: Annotated[bool, typer.Option("--paused", help="Start paused (space unpauses).")] = False,
-    news: Annotated[bool, typer.Option("--news/--no-news", help="Show the news window at the start.")] = True,
-    events: Annotated[
-        bool, typer.Option("--events/--no-events", help="Open event windows every 20-40 game days.")
-    ] = True,
-) -> None:
+@from_config(
+    WindowConfig,
+    options={
+        "arena": Opt(flag="--preset"),
+        "size": Opt(convert=SIZE),
+        "ai": Opt(convert=_SIDES),
+        "max_days": Opt(flag="--days"),
+    },
+    skip=("title",),
+)
+def sim_command(config: WindowConfig) -> None:
     """Play the simulator in a window with the mouse and keyboard (HOI4-like screen, wall-clock time)."""
-    from hoi4_arena.sim.window import WindowConfig, parse_size, run_window
+    from hoi4_arena.sim.window import run_window
     from hoi4_arena.terminal import print_json
 
-    sides = {"both": ("BLU", "RED"), "none": (), "BLU": ("BLU",), "RED": ("RED",)}
-    if player not in ("BLU", "RED"):
-        raise UserError(f"--player is BLU or RED, not {player!r}")
-    if ai is None:
-        ai = "RED" if player == "BLU" else "BLU"
-    if ai not in sides:
-        raise UserError("--ai is both, BLU, RED or none")
-    spec = preset if (":" in preset or Path(preset).is_dir()) else f"{preset}:{seed}"
-    config = WindowConfig(
-        arena=spec,
-        seed=seed,
-        size=parse_size(size),
-        player=player,
-        ai=sides[ai],
-        ai_strength=ai_strength,
-        speed=speed,
-        paused=paused,
-        declarer=declarer,
-        userdir=userdir,
-        news=news,
-        events=events,
-        max_days=days,
-    )
     print_json(run_window(config))
 
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.maps.model import TAGS
 from hoi4_arena.sim.clock import SPEEDS
 from hoi4_arena.sim.input import SimEvent
 
@@ -33,15 +32,15 @@ class WindowConfig:
     """One game in a window."""
 
     arena: str = "plains"
-    """Preset name, preset:seed, or a map folder."""
+    """Preset name, preset:seed, or a map folder (a bare preset's map takes the world seed)."""
     seed: int = 0
-    """World seed (battle luck, events, the console's coin)."""
+    """World seed (battle luck, events, the console's coin); also the map's seed unless the arena names one."""
     size: tuple[int, int] = (1080, 1920)
     """Window client size (height, width), 16:9."""
     player: str = "BLU"
-    """The side the person plays."""
-    ai: tuple[str, ...] = ("RED",)
-    """Sides the game's AI plays."""
+    """The side you play: BLU or RED."""
+    ai: tuple[str, ...] | None = None
+    """Sides the game's AI plays: both, BLU, RED or none (default: the player's enemy)."""
     ai_strength: float = 0.5
     """Strength of the game's AI, 0..1."""
     speed: int = 3
@@ -49,9 +48,9 @@ class WindowConfig:
     paused: bool = False
     """Start paused (space unpauses)."""
     declarer: str | None = None
-    """BLU, RED or coin to declare war at the start; None leaves it to the player (flag or console)."""
+    """BLU, RED or coin declares war at the start (default: you decide, by the flag or the console)."""
     userdir: Path | None = None
-    """The ARENA log goes to USERDIR/logs/game.log (a temporary folder if None)."""
+    """Write the ARENA log to USERDIR/logs/game.log (default: a temporary folder)."""
     news: bool = True
     """Show the news window at the start."""
     events: bool = True
@@ -62,11 +61,16 @@ class WindowConfig:
     """The window's title (the X11 worker finds the window by it)."""
 
     def __post_init__(self) -> None:
+        # Here, not at the top: the command line builds its options from this config without numpy.
+        from hoi4_arena.maps.model import TAGS
+
         h, w = self.size
         if w * 9 != h * 16 and abs(w * 9 - h * 16) > 16:
             raise UserError(f"--size {w}x{h} is not 16:9 (e.g. 1920x1080, 1280x720, 960x540)")
         if self.player not in TAGS:
-            raise UserError(f"--player must be one of {', '.join(TAGS)}, not {self.player!r}")
+            raise UserError(f"--player is {' or '.join(TAGS)}, not {self.player!r}")
+        if self.ai is None:
+            object.__setattr__(self, "ai", tuple(tag for tag in TAGS if tag != self.player))
         for tag in self.ai:
             if tag not in TAGS:
                 raise UserError(f"--ai sides must be among {', '.join(TAGS)}")
@@ -77,7 +81,12 @@ class WindowConfig:
         if self.declarer not in (None, *TAGS, "coin"):
             raise UserError(f"--declarer must be BLU, RED or coin, not {self.declarer!r}")
         if self.max_days < 1:
-            raise UserError("--max-days must be at least 1")
+            raise UserError("--days must be at least 1")
+
+    @property
+    def arena_spec(self) -> str:
+        """The map to load: a bare preset is its map of the world seed."""
+        return self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:{self.seed}"
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -156,7 +165,7 @@ def run_window(config: WindowConfig) -> dict:
     from hoi4_arena.sim.headless import SimGame
 
     game = SimGame(
-        config.arena,
+        config.arena_spec,
         config.seed,
         size=config.size,
         player=config.player,
