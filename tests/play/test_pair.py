@@ -21,7 +21,7 @@ from hoi4_arena.play.pair import (
 )
 from hoi4_arena.play.pair_config import CollectPairConfig, PairConfig, game_seed, plan_game
 from hoi4_arena.play.random_policy import RandomPolicy
-from hoi4_arena.results import read_results
+from hoi4_arena.results import GameResult, read_results
 from hoi4_arena.screen.game import GameSettings, TokenPlayer
 from hoi4_arena.screen.pair_worker import PairHub
 from hoi4_arena.sim.ui_layout import Layout
@@ -278,3 +278,63 @@ def test_the_command_line_refuses_a_bad_config_with_exit_2(tmp_path: Path) -> No
     )
     assert done.returncode == 2 and "budget.games" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "o").exists()
+
+
+def _row(player: str, side: str, seed: int, winner: str | None) -> GameResult:
+    return GameResult(player=player, side=side, winner=winner, seed=seed, extra={"game": 0})
+
+
+def test_head_to_head_pairs_each_seed_once_and_scores_a() -> None:
+    from hoi4_arena.play.pair import head_to_head_report
+
+    rows = [  # seed 1: A wins from both sides; seed 2: each wins as BLU; seed 3: A wins from both sides
+        _row("A", "BLU", 1, "BLU"),
+        _row("B", "RED", 1, "BLU"),
+        _row("B", "BLU", 1, "RED"),
+        _row("A", "RED", 1, "RED"),
+        _row("A", "BLU", 2, "BLU"),
+        _row("B", "RED", 2, "BLU"),
+        _row("B", "BLU", 2, "BLU"),
+        _row("A", "RED", 2, "BLU"),
+        _row("A", "BLU", 3, "BLU"),
+        _row("B", "RED", 3, "BLU"),
+        _row("B", "BLU", 3, "RED"),
+        _row("A", "RED", 3, "RED"),
+    ]
+    report = head_to_head_report(rows, [(1, "BLU"), (2, "BLU"), (3, "BLU")], ("A", "B"))
+    assert report["paired_games"] == 3
+    assert report["table"] == {"both_won": 1, "only_a_won": 2, "only_b_won": 0, "neither_won": 0}
+    h2h = report["head_to_head"]
+    assert h2h["a_score"] == pytest.approx(5 / 6)  # 5 of A's 6 games won
+    assert h2h["a_score_low"] < h2h["a_score"] < h2h["a_score_high"] <= 1
+    assert h2h["p_value"] == pytest.approx(0.5)  # two discordant seeds, both A's: 2 * (1/2)^2
+
+
+@pytest.mark.slow
+def test_evaluate_head_to_head_plays_a_checkpoint_against_random_in_one_world(
+    tmp_path: Path, tiny_checkpoint: Path
+) -> None:
+    from hoi4_arena.play.evaluate import EvaluateConfig, run_evaluate
+
+    config = EvaluateConfig(
+        a=str(tiny_checkpoint),
+        b="random",
+        out=tmp_path / "h2h",
+        pairs=2,
+        size=SIZE,
+        max_days=3,
+        record=False,
+        head_to_head=True,
+        progress=False,
+        deterministic=True,
+    )
+    report = run_evaluate(config)
+    assert report["complete"] and report["planned_games"] == 2 and report["paired_games"] == 2
+    assert report["collect_pair"]["games"] == 4 and not report["failed_outside_players"]
+    rows = read_results(tmp_path / "h2h" / "head-to-head" / "results.jsonl")
+    assert sorted((r.player, r.side) for r in rows) == sorted(
+        [("ckpt/tiny", "BLU"), ("ckpt/tiny", "RED"), ("random", "BLU"), ("random", "RED")] * 2
+    )
+    frozen = list((tmp_path / "h2h" / "head-to-head" / "players").glob("*.pt"))
+    assert len(frozen) == 1 and frozen[0].read_bytes() == tiny_checkpoint.read_bytes()
+    assert json.loads((tmp_path / "h2h" / "evaluate.json").read_text())["head_to_head"]["a_score"] is not None

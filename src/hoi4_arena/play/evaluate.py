@@ -87,6 +87,9 @@ class EvaluateConfig:
     """A's name in the report and its folder (default: random, scripted, or the checkpoint's folder/stem)."""
     name_b: str | None = None
     """B's name in the report and its folder (default as for A)."""
+    head_to_head: bool = False
+    """A plays B itself (one simulated world, collect-pair's games) instead of both playing the game's AI:
+    each seed from both sides, A's score with a paired interval."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -208,6 +211,10 @@ def run_evaluate(config: EvaluateConfig) -> dict[str, Any]:
     from hoi4_arena.evaluation.paired import compare, format_report, planned_keys
     from hoi4_arena.terminal import stderr
 
+    if config.head_to_head:
+        from hoi4_arena.play.pair import run_head_to_head
+
+        return run_head_to_head(config)
     settings = config.settings()
     open_run(config.out, SETTINGS, settings, "evaluate")
     interrupted = False

@@ -775,3 +775,107 @@ def _rows(config, plan, identities, sides, valid, reason, timed, folder) -> list
             )
         )
     return rows
+
+
+# --- head to head: evaluate A B OUT --head-to-head --------------------------------------------------------
+
+HEAD_TO_HEAD = "head-to-head"
+
+
+def run_head_to_head(config: Any) -> dict[str, Any]:
+    """`evaluate A B OUT --head-to-head --pairs N` (`config`: play.evaluate's `EvaluateConfig`): A plays B
+    in one world, 2N games into OUT/head-to-head/ through collect-pair (A BLU then RED on each seed, the
+    seeds salted by the pair id "evaluate"), then the paired report.
+
+    Each seed's two games are one pair, keyed by (seed, BLU): A's game as BLU against B's game as BLU
+    (`evaluation.paired.compare`; keying each seed once, as the mirror pair would count it twice). The
+    discordant pairs are seeds one player won from both sides; A's score over the pairs is
+    (1 + score difference) / 2, and without draws its 95% interval is that of the win-rate difference
+    (Newcombe's), mapped the same way.
+    """
+    from hoi4_arena.evaluation.paired import format_report
+
+    if config.game != "sim":
+        raise UserError("--head-to-head plays both players in one simulated world: --game sim only")
+    mode = "deterministic" if config.deterministic else "point" if config.point else "sample"
+    players = []
+    for which, (player, side) in enumerate(((config.a, "BLU"), (config.b, "RED"))):
+        entry: dict[str, Any] = {"player": player, "side": side, "name": config.names[which]}
+        if player not in KINDS[1:]:
+            entry.update(mode=mode, temperature=config.temperature)
+        players.append(entry)
+    data = {
+        "pair_id": "evaluate",
+        "players": players,
+        "schedule": {"arenas": [config.arena_spec], "swap_sides": True},
+        "budget": {"games": 2 * config.pairs},
+        "seed": config.seed,
+        "size": [config.size[1], config.size[0]],
+        "speed": config.speed,
+        "max_days": config.max_days,
+        "record": config.record,
+        "codec": config.codec,
+    }
+    pair_config = PairConfig.from_dict(data)  # bad players are refused before anything is written
+    out = config.out / HEAD_TO_HEAD
+    config.out.mkdir(parents=True, exist_ok=True)
+    config_path = config.out / "head-to-head.json"
+    config_path.write_text(json.dumps(data, indent=1) + "\n")
+    summary = run_collect_pair(
+        CollectPairConfig(config_path, out, threads=config.threads, progress=config.progress), pair_config
+    )
+    rows = read_results(out / RESULTS) if (out / RESULTS).exists() else []
+    names = (config.names[0], config.names[1])
+    planned = [(plan_game(pair_config, 2 * k).seed, "BLU") for k in range(config.pairs)]
+    result = head_to_head_report(rows, planned, names)
+    if summary["interrupted"]:
+        result["incomplete"].append("interrupted")
+        result["complete"] = False
+    result.update(
+        pairs=config.pairs,
+        interrupted=summary["interrupted"],
+        out=str(config.out),
+        folders={"games": str(out)},
+        collect_pair={k: summary[k] for k in ("games", "valid", "invalid", "late_ms", "deadline_miss")},
+        failed_outside_players=summary["failed_outside_players"],
+        command="evaluate --head-to-head",
+    )
+    (config.out / "evaluate.json").write_text(json.dumps(_finite(result), indent=1) + "\n")
+    if config.progress:
+        from hoi4_arena.terminal import stderr
+
+        stderr.print(format_report(result), end="", highlight=False, soft_wrap=True)
+    return result
+
+
+def head_to_head_report(
+    rows: list[GameResult], planned: list[tuple[int, str]], names: tuple[str, str]
+) -> dict[str, Any]:
+    """`evaluation.paired.compare` of A's rows against B's, `planned` one (seed, BLU) key per seed, plus
+    A's head-to-head score and its interval (see `run_head_to_head`)."""
+    from hoi4_arena.evaluation.paired import compare
+
+    report = compare(
+        [r for r in rows if r.player == names[0]], [r for r in rows if r.player == names[1]], planned, names
+    )
+    score = report["score_difference"]["estimate"]
+    difference = report["win_rate_difference"]
+    report["head_to_head"] = {
+        "a_score": (1 + score) / 2 if math.isfinite(score) else None,
+        "a_score_low": (1 + difference["low"]) / 2 if math.isfinite(difference["low"]) else None,
+        "a_score_high": (1 + difference["high"]) / 2 if math.isfinite(difference["high"]) else None,
+        "p_value": report["score_difference"]["p_value"],
+        "draws": sum(r.outcome == "draw" for r in rows if r.valid and r.player == names[0]),
+        "note": "each seed is a pair (A as BLU and as RED); the interval is exact in this form without draws",
+    }
+    return report
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
