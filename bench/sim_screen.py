@@ -9,6 +9,10 @@ frame. Both must produce the same frames, byte for byte (checked on every decisi
 the bench invalid). Times are process CPU time on one core; map generation and the first frame (font
 loading, map geometry) are not timed.
 
+The cached run also computes each frame's views (`compute_views`, the sim worker's capture) for the
+cpu and the full layout, one thread (`threads=1`: a core's worth), and prints a last table: headless
+decisions per second per core with the world, the frame and the views included.
+
 Try: python bench/sim_screen.py --decisions 300
 """
 
@@ -19,15 +23,26 @@ import hashlib
 import os
 import time
 
+import numpy as np
+
 from hoi4_arena.maps import generate
+from hoi4_arena.screen import resample
+from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.screen.views import compute_views
 from hoi4_arena.sim.headless import SimGame
 from hoi4_arena.sim.input import SimEvent
 
 SIZES = ((1080, 1920), (540, 960))
 
 
-def play(arena, size: tuple[int, int], decisions: int, cache: bool) -> tuple[list[str], float, float, str]:
-    """Frame hashes, seconds in advance(), seconds in frame(), and the final date."""
+LAYOUTS = ("cpu", "full")
+
+
+def play(
+    arena, size: tuple[int, int], decisions: int, cache: bool, views: dict[str, float] | None = None
+) -> tuple[list[str], float, float, str]:
+    """Frame hashes, seconds in advance(), seconds in frame(), and the final date; with `views`, the
+    seconds each layout's views took are added to it."""
     game = SimGame(
         arena,
         1,
@@ -52,6 +67,10 @@ def play(arena, size: tuple[int, int], decisions: int, cache: bool) -> tuple[lis
         frame = game.frame()
         t_advance += middle - start
         t_frame += time.process_time() - middle
+        for name in views or ():
+            begin = time.process_time()
+            compute_views(frame, (x, y), ViewLayout.named(name))
+            views[name] += time.process_time() - begin
         hashes.append(hashlib.sha256(frame.tobytes()).hexdigest())
     date = game.world.date_text()
     game.close()
@@ -68,8 +87,14 @@ def main() -> None:
     print(
         f"{'size':>9} {'run':>6} {'world ms':>9} {'frame ms':>9} {'decision ms':>12} {'decisions/s':>12} {'ratio':>6}"
     )
+    # One thread, so that a decision's CPU time is a core's (the views split rows over two threads
+    # from 4 MB of frame on; the 960x540 frame is under that anyway).
+    resample.THREADED_BYTES = np.iinfo(np.int64).max
+    with_views = {}
     for size in SIZES:
-        fast, fa, ff, date = play(arena, size, args.decisions, cache=True)
+        views = dict.fromkeys(LAYOUTS, 0.0)
+        fast, fa, ff, date = play(arena, size, args.decisions, cache=True, views=views)
+        with_views[size] = (fa, ff, views)
         naive, na, nf, naive_date = play(arena, size, args.decisions, cache=False)
         if fast != naive or date != naive_date:
             raise SystemExit(f"{size}: the cached and naive frames differ; the bench is invalid")
@@ -82,6 +107,14 @@ def main() -> None:
                 f"{label:>9} {run:>6} {a / n * 1e3:>9.2f} {f / n * 1e3:>9.2f} {per * 1e3:>12.2f} {1 / per:>12.0f} {ratio:>6}"
             )
     print(f"(game reached {date}; identical frames in both runs)")
+    print("with the views (world + frame + views, one core):")
+    print(f"{'size':>9} {'layout':>6} {'views ms':>9} {'decision ms':>12} {'decisions/s/core':>17}")
+    for size, (a, f, views) in with_views.items():
+        for name, v in views.items():
+            per = (a + f + v) / args.decisions
+            print(
+                f"{size[1]}x{size[0]:<4} {name:>6} {v / args.decisions * 1e3:>9.2f} {per * 1e3:>12.2f} {1 / per:>17.0f}"
+            )
 
 
 if __name__ == "__main__":
