@@ -115,3 +115,21 @@ def test_process_mode_gives_the_serial_numbers_and_survives_a_killed_worker(tiny
     assert not after.valid[0, [0, 2]].any() and after.valid[1:, [0, 2]].all() and after.valid[:, 1].all()
     assert after.done[0, [0, 2]].all() and after.first[1, [0, 2]].all()
     assert {g["number"] for g in dead} == {0}
+
+
+@pytest.mark.slow
+def test_record_keeps_every_game_as_a_policy_session(tiny_policy, settings, tmp_path) -> None:
+    import dataclasses
+    import json
+
+    recorded = dataclasses.replace(settings, record=str(tmp_path / "sessions"), codec="ffv1")
+    with Rollouts(recorded, Schedule(games=1), workers=0) as engine:
+        engine.start(tiny_policy)
+        rollout = engine.collect(tiny_policy, STEPS)
+    game = rollout.finished[0]
+    folder = tmp_path / "sessions" / engine.schedule.plan(0, 0).session_id
+    assert game["session"] == str(folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["source"] == "policy" and manifest["frames"] >= game["decisions"]
+    inputs = (folder / "inputs.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["source"] in ("policy", "harness") for line in inputs)
