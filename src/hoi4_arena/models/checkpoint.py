@@ -26,6 +26,7 @@ import datetime as dt
 import hashlib
 import os
 import pickle
+import struct
 import subprocess
 import zipfile
 from dataclasses import asdict, dataclass, field
@@ -150,7 +151,14 @@ def load_checkpoint(
         raise UserError(f"checkpoint {path} does not exist")
     try:
         content = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, OSError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as error:
+    except (
+        RuntimeError,
+        OSError,
+        EOFError,
+        pickle.UnpicklingError,
+        zipfile.BadZipFile,
+        struct.error,
+    ) as error:
         raise UserError(f"cannot read checkpoint {path}: {str(error).splitlines()[0]}") from None
     if not isinstance(content, dict) or content.get("format") != FORMAT:
         raise UserError(f"{path} is not a hoi4-arena policy checkpoint (no format {FORMAT!r})")

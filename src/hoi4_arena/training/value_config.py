@@ -51,8 +51,9 @@ class StateValueConfig:
     """Data folder: session folders with their arena-log.jsonl and the manifest's winner."""
     out: str
     """Output folder: state-value.pt, report.json."""
-    hidden: int = 64
-    """Width of the two hidden layers (0: logistic regression on the features)."""
+    hidden: int = 0
+    """Width of two hidden layers (0: logistic regression on the features, the default: on 44 recorded games
+    it predicted held-out maps of the training games better than an MLP of 16 or 64, docs/training.md)."""
     steps: int = 400
     """Full-batch AdamW steps."""
     lr: float = 0.01
