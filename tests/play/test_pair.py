@@ -191,6 +191,7 @@ def test_a_player_that_raises_makes_its_game_invalid_and_the_run_goes_on(tmp_pat
     summary = run_collect_pair(CollectPairConfig(pair_config(tmp_path), tmp_path / "o", progress=False))
     assert summary["games"] == 2 and summary["valid"] == 1
     assert not summary["failed_outside_players"]  # the player's failure, not the harness's
+    assert summary["invalid"] == {"player": 1}
     rows = read_results(tmp_path / "o" / "results.jsonl")
     first = [r for r in rows if r.extra["game"] == 0]
     assert all(not r.valid and "the policy process died" in r.reason for r in first)
@@ -338,3 +339,31 @@ def test_evaluate_head_to_head_plays_a_checkpoint_against_random_in_one_world(
     frozen = list((tmp_path / "h2h" / "head-to-head" / "players").glob("*.pt"))
     assert len(frozen) == 1 and frozen[0].read_bytes() == tiny_checkpoint.read_bytes()
     assert json.loads((tmp_path / "h2h" / "evaluate.json").read_text())["head_to_head"]["a_score"] is not None
+
+
+def test_a_game_held_paused_is_kept_invalid_and_fails_the_run(tmp_path: Path, monkeypatch) -> None:
+    from hoi4_arena.play import pair
+
+    real = pair._Players.make
+
+    def make(self, i, side, plan, worker):
+        player = real(self, i, side, plan, worker)
+        if plan.index == 0 and side == "RED":
+            pausing = _Pausing(worker.hub, side)  # holds the world paused at its 10th decision
+            pausing.inner = player
+            return pausing
+        return player
+
+    monkeypatch.setattr(pair._Players, "make", make)
+    config = pair_config(tmp_path, max_decisions=60)
+    summary = run_collect_pair(CollectPairConfig(config, tmp_path / "o", progress=False))
+    assert summary["games"] == 2 and summary["valid"] == 1 and summary["invalid"] == {"paused": 1}
+    assert len(summary["failed_outside_players"]) == 1 and "paused" in summary["failed_outside_players"][0]
+    manifest = json.loads((tmp_path / "o" / "g0000" / "manifest.json").read_text())
+    assert (
+        not manifest["valid"]
+        and manifest["gates"]["paused"] is False
+        and manifest["reason"].startswith("paused")
+    )
+    rows = read_results(tmp_path / "o" / "results.jsonl")
+    assert [r.valid for r in rows if r.extra["game"] == 0] == [False, False]

@@ -510,9 +510,8 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
     results = out / RESULTS
     rows = read_results(results) if results.exists() else []
     done = {r.extra.get("game") for r in rows}
-    spent_ns = sum(
-        round(float(r.extra.get("minutes", 0)) * 60e9) for r in rows if r.player == identities[0]["name"]
-    )
+    minutes = {r.extra.get("game"): float(r.extra.get("minutes", 0)) for r in rows}  # a game's rows agree
+    spent_ns = sum(round(m * 60e9) for m in minutes.values())
     budget_ns = None if config.budget.minutes is None else round(config.budget.minutes * 60e9)
     box = tuple(Layout(config.size)["date_box"])
     from hoi4_arena.sim.clock import HOURS_PER_SECOND
@@ -523,7 +522,6 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
     started = time.perf_counter()
     games_now = decisions_now = 0
     outside: list[str] = []
-    invalid_reasons: dict[str, int] = {}
     interrupted = False
     for index in range(config.budget.games):
         if index in done:
@@ -626,8 +624,6 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
             else:
                 reason = ""
             valid = not reason
-            if not valid:
-                invalid_reasons[reason.split(":")[0]] = invalid_reasons.get(reason.split(":")[0], 0) + 1
             for side in screen_sides:
                 _write_worker_log(folder / f"worker-{side}.jsonl", hub.worker(side))
             manifest = _manifest(config, plan, identities, sides, gates, valid, reason, timed)
@@ -671,7 +667,7 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
         "players": identities,
         "games": len(games),
         "valid": len({r.extra.get("game") for r in rows if r.valid}),
-        "invalid": invalid_reasons,
+        "invalid": invalid_by_reason(rows),
         "records": by_player,
         "late_ms": {
             "p50": _quantile(lates, 0.5),
@@ -689,6 +685,15 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
         },
         "settings": settings,
     }
+
+
+def invalid_by_reason(rows: list[GameResult]) -> dict[str, int]:
+    """Invalid games of OUT by the first word of their reason (ready, paused, player, max_decisions...)."""
+    reasons = {r.extra.get("game"): r.reason.split(":")[0] for r in rows if not r.valid}
+    counts: dict[str, int] = {}
+    for reason in reasons.values():
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _opponent(identities: list[dict[str, Any]], plan: PairPlan, side: str) -> dict[str, Any]:
