@@ -6,7 +6,7 @@ the virtual clock, captures and views), whose clock is the pair's. The barrier i
 side that asks for time t waits until every side still in the game has asked for t or later; then the
 world steps to the earliest of their times, once for both screens, feeding each side's queued timed
 events at their own times on the way (at one instant BLU's before RED's, so the same inputs give the
-same game). So the world never passes a time some side has not reached: a decision's input, applied at
+same game; a timed batch is only queued at `apply`, even its first slot, which is due at once). So the world never passes a time some side has not reached: a decision's input, applied at
 its capture (tick T) before the side asks for T + 200 ms, always goes in before the world passes T,
 however slow the other player is. Neither side's input ever reaches the other's screen: each worker
 feeds only its own side's interface.
@@ -33,6 +33,7 @@ import numpy as np
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS
+from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.safety import InputGuard, SafetyConfig
 from hoi4_arena.screen.sim_worker import Fed, SimWorker, _layout
@@ -140,6 +141,8 @@ class PairHub:
         # guard are ours to use: the loop of SimWorker.wait_until, over both sides in a fixed order.
         game = self.game
         workers = [self.workers[s] for s in self.active]
+        for w in workers:  # what each side queued for this very instant, BLU's first
+            w._feed_due()
         while game.now_ns < target:
             stop = min([target, *(w.next_stop() for w in workers)])
             game.advance((stop - game.now_ns) / 1e6)
@@ -197,6 +200,18 @@ class PairWorker(SimWorker):
         info = super().attach()
         info["pair"] = {"side": self.side, "sides": list(self.hub.game.sides)}
         return info
+
+    def apply(self, events: list[InputEvent], timed: bool = False) -> dict:
+        """As `SimWorker.apply`, but a timed batch is only queued, even its events already due: they go in
+        when the world next steps (`PairHub._run_to`), in the fixed side order, never while the other
+        side may be capturing the same instant. Untimed events go in now."""
+        if not timed:
+            return super().apply(events, timed=False)
+        self._touch()
+        batch = self.guard.check(events, focus=True, timed=True)
+        with self.hub.game.lock:
+            self._pending.extend(batch)
+        return {"queued": len(batch)}
 
     def next_stop(self) -> int:
         """The next instant this side needs the world to stop at: its next queued event, or the watchdog."""
