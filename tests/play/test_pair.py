@@ -367,3 +367,61 @@ def test_a_game_held_paused_is_kept_invalid_and_fails_the_run(tmp_path: Path, mo
     )
     rows = read_results(tmp_path / "o" / "results.jsonl")
     assert [r.valid for r in rows if r.extra["game"] == 0] == [False, False]
+
+
+def _game(a: str, b: str, winner: str | None, k: int) -> list[GameResult]:
+    """One head-to-head game of `a` (BLU) against `b` (RED): a row from either side; `winner` a name or None."""
+    tag = {a: "BLU", b: "RED"}.get(winner) if winner else None
+    return [
+        GameResult(player=a, side="BLU", winner=tag, seed=k, opponent=b, extra={"game": k}),
+        GameResult(player=b, side="RED", winner=tag, seed=k, opponent=a, extra={"game": k}),
+    ]
+
+
+def test_the_elo_table_orders_players_by_their_head_to_head_record() -> None:
+    from hoi4_arena.play.pair import elo_table
+
+    rows = []
+    for k, winner in enumerate(["a", "a", "a", "b"]):
+        rows += _game("a", "b", winner, k)
+    for k, winner in enumerate(["b", "b", "b", "c"]):
+        rows += _game("b", "c", winner, 10 + k)
+    rows += _game("c", "a", None, 20)  # a draw counts half to each
+    table = elo_table(rows, ["c", "b", "a"])
+    assert [r["player"] for r in table] == ["a", "b", "c"]
+    assert [r["games"] for r in table] == [5, 8, 5]
+    assert table[0]["score"] == pytest.approx(3.5 / 5)
+    even = elo_table(_game("x", "y", "x", 0) + _game("y", "x", "y", 1), ["x", "y"])
+    assert even[0]["elo"] == pytest.approx(even[1]["elo"]) == pytest.approx(1500)
+    unbeaten = elo_table(_game("x", "y", "x", 0) + _game("x", "y", "x", 1), ["x", "y"])
+    assert 1500 < unbeaten[0]["elo"] < 2500 and unbeaten[0]["elo"] - 1500 == pytest.approx(
+        1500 - unbeaten[1]["elo"]
+    )
+
+
+@pytest.mark.slow
+def test_evaluate_league_plays_every_pair_and_fits_elo(tmp_path: Path, make_checkpoint) -> None:
+    from hoi4_arena.play.evaluate import EvaluateConfig, run_evaluate
+
+    league = tmp_path / "league"
+    league.mkdir()
+    make_checkpoint("c1").replace(league / "c1.pt")
+    config = EvaluateConfig(
+        a="random",
+        b="random",
+        out=tmp_path / "ev",
+        pairs=1,
+        size=SIZE,
+        max_days=2,
+        record=False,
+        head_to_head=True,
+        league=league,
+        progress=False,
+    )
+    report = run_evaluate(config)
+    assert sorted(r["player"] for r in report["league"]) == ["league/c1", "random-a", "random-b"]
+    assert all(r["games"] == 4 for r in report["league"])  # 3 pairs of players, 2 games each
+    assert (tmp_path / "ev" / "league" / "00-vs-02" / "results.jsonl").exists()
+    assert (tmp_path / "ev" / "league" / "01-vs-02" / "results.jsonl").exists()
+    with pytest.raises(UserError, match="give --head-to-head"):
+        EvaluateConfig(a="random", b="random", out=tmp_path / "x", pairs=1, league=league)

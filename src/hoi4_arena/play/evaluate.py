@@ -90,6 +90,9 @@ class EvaluateConfig:
     head_to_head: bool = False
     """A plays B itself (one simulated world, collect-pair's games) instead of both playing the game's AI:
     each seed from both sides, A's score with a paired interval."""
+    league: Path | None = None
+    """With --head-to-head: a folder of checkpoints (*.pt) that play A, B and each other the same way; an
+    Elo table of them all."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -105,6 +108,8 @@ class EvaluateConfig:
                 )
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
+        if self.league is not None and not self.head_to_head:
+            raise UserError("--league plays checkpoints against each other: give --head-to-head too")
         names = [self.name_a or self._default_name(self.a), self.name_b or self._default_name(self.b)]
         if _slug(names[0]) == _slug(names[1]):
             if self.name_a or self.name_b:

@@ -797,15 +797,87 @@ def run_head_to_head(config: Any) -> dict[str, Any]:
     discordant pairs are seeds one player won from both sides; A's score over the pairs is
     (1 + score difference) / 2, and without draws its 95% interval is that of the win-rate difference
     (Newcombe's), mapped the same way.
+
+    With `--league DIR`, A, B and every checkpoint in DIR (`*.pt`) play each other the same way (each
+    pair into OUT/league/<i>-vs-<j>/), and `league` is the Elo table fitted to all those games
+    (`elo_table`).
     """
     from hoi4_arena.evaluation.paired import format_report
 
     if config.game != "sim":
         raise UserError("--head-to-head plays both players in one simulated world: --game sim only")
+    config.out.mkdir(parents=True, exist_ok=True)
+    names = (config.names[0], config.names[1])
+    members = [(config.a, names[0]), (config.b, names[1])]
+    if config.league is not None:
+        members += _league_members(Path(config.league), {p for p, _ in members}, {n for _, n in members})
+    pair_config, summary, rows = _play_pair(
+        config, members[0], members[1], config.out / HEAD_TO_HEAD, "head-to-head"
+    )
+    planned = [(plan_game(pair_config, 2 * k).seed, "BLU") for k in range(config.pairs)]
+    result = head_to_head_report(rows, planned, names)
+    interrupted = summary["interrupted"]
+    outside = list(summary["failed_outside_players"])
+    if config.league is not None:
+        league_rows = list(rows)
+        for i in range(len(members)):
+            for j in range(i + 1, len(members)):
+                if (i, j) == (0, 1) or interrupted:
+                    continue
+                folder = config.out / "league" / f"{i:02d}-vs-{j:02d}"
+                _, played, pair_rows = _play_pair(
+                    config, members[i], members[j], folder, f"league-{i:02d}-vs-{j:02d}"
+                )
+                league_rows += pair_rows
+                interrupted = interrupted or played["interrupted"]
+                outside += played["failed_outside_players"]
+        result["league"] = elo_table(league_rows, [n for _, n in members])
+    if interrupted:
+        result["incomplete"].append("interrupted")
+        result["complete"] = False
+    result.update(
+        pairs=config.pairs,
+        interrupted=interrupted,
+        out=str(config.out),
+        folders={"games": str(config.out / HEAD_TO_HEAD)},
+        collect_pair={k: summary[k] for k in ("games", "valid", "invalid", "late_ms", "deadline_miss")},
+        failed_outside_players=outside,
+        command="evaluate --head-to-head",
+    )
+    (config.out / "evaluate.json").write_text(json.dumps(_finite(result), indent=1) + "\n")
+    if config.progress:
+        from hoi4_arena.terminal import stderr
+
+        stderr.print(format_report(result), end="", highlight=False, soft_wrap=True)
+    return result
+
+
+def _league_members(folder: Path, players: set[str], names: set[str]) -> list[tuple[str, str]]:
+    """The checkpoints of a league folder, by name (the file's stem, made unique), A's and B's files left out."""
+    if not folder.is_dir():
+        raise UserError(f"--league {folder} is not a folder of checkpoints")
+    found = []
+    for path in sorted(folder.glob("*.pt")):
+        if str(path) in players:
+            continue
+        name, k = f"league/{path.stem}", 2
+        while name in names:
+            name, k = f"league/{path.stem}-{k}", k + 1
+        names.add(name)
+        found.append((str(path), name))
+    if not found:
+        raise UserError(f"--league {folder} holds no checkpoint (*.pt)")
+    return found
+
+
+def _play_pair(
+    config: Any, first: tuple[str, str], second: tuple[str, str], out: Path, label: str
+) -> tuple[PairConfig, dict[str, Any], list[GameResult]]:
+    """collect-pair's games of `first` (BLU first) against `second`, into `out`, with evaluate's settings."""
     mode = "deterministic" if config.deterministic else "point" if config.point else "sample"
     players = []
-    for which, (player, side) in enumerate(((config.a, "BLU"), (config.b, "RED"))):
-        entry: dict[str, Any] = {"player": player, "side": side, "name": config.names[which]}
+    for (player, name), side in ((first, "BLU"), (second, "RED")):
+        entry: dict[str, Any] = {"player": player, "side": side, "name": name}
         if player not in KINDS[1:]:
             entry.update(mode=mode, temperature=config.temperature)
         players.append(entry)
@@ -822,35 +894,55 @@ def run_head_to_head(config: Any) -> dict[str, Any]:
         "codec": config.codec,
     }
     pair_config = PairConfig.from_dict(data)  # bad players are refused before anything is written
-    out = config.out / HEAD_TO_HEAD
-    config.out.mkdir(parents=True, exist_ok=True)
-    config_path = config.out / "head-to-head.json"
+    config_path = config.out / f"{label}.json"
     config_path.write_text(json.dumps(data, indent=1) + "\n")
     summary = run_collect_pair(
         CollectPairConfig(config_path, out, threads=config.threads, progress=config.progress), pair_config
     )
     rows = read_results(out / RESULTS) if (out / RESULTS).exists() else []
-    names = (config.names[0], config.names[1])
-    planned = [(plan_game(pair_config, 2 * k).seed, "BLU") for k in range(config.pairs)]
-    result = head_to_head_report(rows, planned, names)
-    if summary["interrupted"]:
-        result["incomplete"].append("interrupted")
-        result["complete"] = False
-    result.update(
-        pairs=config.pairs,
-        interrupted=summary["interrupted"],
-        out=str(config.out),
-        folders={"games": str(out)},
-        collect_pair={k: summary[k] for k in ("games", "valid", "invalid", "late_ms", "deadline_miss")},
-        failed_outside_players=summary["failed_outside_players"],
-        command="evaluate --head-to-head",
-    )
-    (config.out / "evaluate.json").write_text(json.dumps(_finite(result), indent=1) + "\n")
-    if config.progress:
-        from hoi4_arena.terminal import stderr
+    return pair_config, summary, rows
 
-        stderr.print(format_report(result), end="", highlight=False, soft_wrap=True)
-    return result
+
+def elo_table(rows: list[GameResult], names: list[str], prior: float = 1.0) -> list[dict[str, Any]]:
+    """Elo ratings fitted to head-to-head games (valid rows, one per player per game; a draw is half a
+    win): the Bradley-Terry model's maximum a posteriori strengths by Hunter's (2004) MM iteration, each
+    player given `prior` virtual draws against a fixed 1500 player (so an unbeaten or winless record still
+    has a finite rating), on the Elo scale (400 log10 of the strength ratio). Sorted best first."""
+    scores = {n: 0.0 for n in names}
+    meetings: dict[tuple[str, str], float] = {}
+    for row in rows:
+        if not row.valid or row.player not in scores or row.opponent not in scores:
+            continue
+        scores[row.player] += {"win": 1.0, "draw": 0.5, "loss": 0.0}[row.outcome]
+        key = tuple(sorted((row.player, row.opponent)))
+        meetings[key] = meetings.get(key, 0.0) + 0.5  # each game has a row from either side
+    strength = {n: 1.0 for n in names}
+    for _ in range(2000):
+        new = {}
+        for n in names:
+            wins = scores[n] + prior / 2
+            denom = prior / (strength[n] + 1.0)  # the virtual games against strength 1 (1500)
+            for (a, b), count in meetings.items():
+                if n in (a, b):
+                    other = b if n == a else a
+                    denom += count / (strength[n] + strength[other])
+            new[n] = wins / denom
+        done = max(abs(math.log(new[n] / strength[n])) for n in names) < 1e-10
+        strength = new
+        if done:
+            break
+    table = []
+    for n in names:
+        games = sum(count for (a, b), count in meetings.items() if n in (a, b))
+        table.append(
+            {
+                "player": n,
+                "elo": round(1500 + 400 * math.log10(strength[n]), 1),
+                "games": int(round(games)),
+                "score": round(scores[n] / games, 3) if games else None,
+            }
+        )
+    return sorted(table, key=lambda r: -r["elo"])
 
 
 def head_to_head_report(
