@@ -425,3 +425,15 @@ def test_evaluate_league_plays_every_pair_and_fits_elo(tmp_path: Path, make_chec
     assert (tmp_path / "ev" / "league" / "01-vs-02" / "results.jsonl").exists()
     with pytest.raises(UserError, match="give --head-to-head"):
         EvaluateConfig(a="random", b="random", out=tmp_path / "x", pairs=1, league=league)
+
+
+@pytest.mark.slow
+def test_the_scripted_player_plays_its_setup_through_its_own_screen_against_random(tmp_path: Path) -> None:
+    players = [{"player": "scripted", "side": "BLU"}, {"player": "random", "side": "RED"}]
+    config = pair_config(tmp_path, players=players, budget={"games": 1}, size=[960, 540], max_days=60)
+    summary = run_collect_pair(CollectPairConfig(config, tmp_path / "o", progress=False))
+    assert summary["valid"] == 1 and not summary["failed_outside_players"]
+    rows = {r.player: r for r in read_results(tmp_path / "o" / "results.jsonl")}
+    assert rows["scripted"].extra["setup"]["complete"]  # army, front, offensive, executed: seen in the log
+    assert not rows["random"].extra["setup"]["army"]
+    assert rows["scripted"].extra["decisions"] == rows["random"].extra["decisions"] > 0
