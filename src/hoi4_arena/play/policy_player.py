@@ -193,6 +193,12 @@ class PolicyPlayer:
         """One decision's (8, 3) int64 tokens from the capture's views, the game speed and the lattice pointer."""
         if views is None:
             raise ValueError("a policy needs the capture's views")
+        # Inference mode, not only no_grad: no version counters or autograd bookkeeping on any tensor
+        # of the forward pass (play never trains on these tensors).
+        with torch.inference_mode():
+            return self._decide(views, speed, pointer)
+
+    def _decide(self, views: dict[str, np.ndarray], speed: int, pointer: tuple[int, int]) -> np.ndarray:
         obs = self.observation(views, speed, pointer)
         state = self._state or self.policy.initial_state(1)
         if self.reset_memory and self._decisions and self._decisions % self.reset_memory == 0:
