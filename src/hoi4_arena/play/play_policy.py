@@ -345,7 +345,10 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         torch.set_num_threads(config.threads)
     policy, identity = make_player(config)
     settings = _run_settings(config, identity)
-    run_id = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
+    # The run's id names its sessions: a checkpoint is known by its bytes (sha256), not by its path, so the
+    # same run in another folder names its sessions the same.
+    named = {k: v for k, v in settings.items() if not (k == "checkpoint" and "sha256" in settings)}
+    run_id = hashlib.sha256(json.dumps(named, sort_keys=True).encode()).hexdigest()[:6]
     per_game = math.ceil(config.max_days * decisions_per_day(config.speed))
     limits = RunLimits(
         games=config.games,
