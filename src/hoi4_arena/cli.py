@@ -65,72 +65,22 @@ def _root(
 # --- the main job -------------------------------------------------------------------------------
 
 
+from hoi4_arena.quickstart import QuickstartConfig  # noqa: E402 -- torch-free until it runs
+
+
 @app.command(rich_help_panel="Main job")
-def quickstart(
-    out: Annotated[
-        Path, typer.Argument(help="Folder for everything the run makes; running again resumes.")
-    ] = Path("demo"),
-    train_steps: Annotated[
-        int,
-        typer.Option(
-            help="Optimizer steps of behaviour cloning: with the seeds, the work that fixes the policy."
-        ),
-    ] = 3000,
-    budget_minutes: Annotated[
-        float | None,
-        typer.Option(
-            help="Bound the whole run by wall-clock minutes instead (>= 2): the games scale down, training "
-            "gets what the rest leaves. Left out: fixed work (--train-steps)."
-        ),
-    ] = None,
-    arena: Annotated[
-        str, typer.Option(help="Training map(s): presets (map seed 0) or preset:seed, comma-separated.")
-    ] = "plains",
-    held_out: Annotated[
-        str,
-        typer.Option(
-            help="A map the demonstrations never show, also played by learned and scripted (none: skip)."
-        ),
-    ] = "river:7",
-    games: Annotated[int, typer.Option(help="Evaluation games per player (learned, scripted, random).")] = 20,
-    demo_games: Annotated[int, typer.Option(help="Scripted games recorded as demonstrations.")] = 96,
-    demo_max_days: Annotated[
-        int, typer.Option(help="Each demonstration's time limit in days (a draw when reached).")
-    ] = 30,
-    size: Annotated[str, typer.Option(help="The game's screen, WIDTHxHEIGHT (16:9).")] = "960x540",
-    max_days: Annotated[
-        int, typer.Option(help="Each evaluation game's time limit in days (a draw when reached).")
-    ] = 365,
-    seed: Annotated[
-        int, typer.Option(help="Seed of the demonstrations and training (evaluation: +1000).")
-    ] = 0,
-    threads: Annotated[int, typer.Option(help="Torch CPU threads for training and play.")] = 2,
-    workers: Annotated[
-        int,
-        typer.Option(help="Background processes decoding the demonstrations into memory before training."),
-    ] = 2,
-) -> None:
+@from_config(
+    QuickstartConfig,
+    arguments=("out",),
+    options={"out": Opt(default=Path("demo")), "size": Opt(convert=SIZE)},
+    skip=("val_games", "speed", "eval_seconds_per_game", "progress"),
+)
+def quickstart(config: QuickstartConfig) -> None:
     """From nothing to a learned agent: record scripted games, train, play the AI, report (fixed work: the
     same weights and records on any machine of this kind)."""
-    from hoi4_arena.quickstart import QuickstartConfig, run_quickstart
-    from hoi4_arena.sim.window import parse_size
+    from hoi4_arena.quickstart import run_quickstart
     from hoi4_arena.terminal import print_json
 
-    config = QuickstartConfig(
-        out=out,
-        train_steps=train_steps,
-        budget_minutes=budget_minutes,
-        arena=arena,
-        held_out=held_out,
-        games=games,
-        demo_games=demo_games,
-        demo_max_days=demo_max_days,
-        size=parse_size(size),
-        max_days=max_days,
-        seed=seed,
-        threads=threads,
-        workers=workers,
-    )
     print_json(run_quickstart(config))
 
 
