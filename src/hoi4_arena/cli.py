@@ -532,11 +532,6 @@ def _low_high(text: str, option: str, kind: type, what: str) -> tuple:
         raise UserError(f"{option} takes LOW-HIGH {what}, not {text!r}") from None
 
 
-def _split_values(values: list[str] | None) -> list[str]:
-    """Repeated options and comma-separated values alike: --sources human,scripted --sources ai."""
-    return [part for value in values or () for part in value.replace(",", " ").split()]
-
-
 def _key_codes(items: list[str]) -> tuple[int, ...]:
     from hoi4_arena.data.decode import parse_keys
 
