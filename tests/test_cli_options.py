@@ -198,3 +198,37 @@ def test_a_required_field_may_get_the_commands_default() -> None:
     assert seen[0].out == "here"
     with pytest.raises(TypeError, match="default of its own"):
         from_config(Demo, options={"steps": Opt(default=2)})(lambda config: None)
+
+
+def test_configs_read_from_their_source_are_the_classes_themselves() -> None:
+    # A command names a heavy config module's class by "module:Class"; what its source says must be what
+    # the class holds (names, types, defaults, docstrings), or the options would drift from the config.
+    from hoi4_arena.cli import app
+    from hoi4_arena.cli_options import _fields_of, _resolve
+
+    named = [getattr(c.callback, "config_source", None) for c in app.registered_commands]
+    named = [ref for ref in named if isinstance(ref, str)]
+    assert "hoi4_arena.play.play_policy:PlayConfig" in named
+    for ref in named:
+        assert _fields_of(ref) == _fields_of(_resolve(ref)), ref
+
+
+def test_a_config_named_by_its_source_runs_as_the_class() -> None:
+    seen: list = []
+    app = typer.Typer()
+
+    @app.command()
+    @from_config(
+        "test_cli_options:Demo",
+        arguments=("out",),
+        options={"speeds": Opt(convert=value_list(int)), "policy": Opt(convert=KEY_VALUES)},
+    )
+    def demo(config: Demo) -> None:
+        seen.append(config)
+
+    @app.command()
+    def other() -> None: ...
+
+    result = runner.invoke(app, ["demo", "there", "--steps", "4", "--speeds", "3,5"])
+    assert result.exit_code == 0, result.output
+    assert seen == [Demo(out="there", steps=4, speeds=(3, 5))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,6 +24,7 @@ from hoi4_arena.cli_options import (
     Opt,
     from_config,
     given_on_command_line,
+    low_high,
     value_list,
 )
 from hoi4_arena.errors import UserError
@@ -523,15 +524,6 @@ def sim_command(config: WindowConfig) -> None:
 from hoi4_arena.training.bc_config import BCConfig  # noqa: E402
 
 
-def _low_high(text: str, option: str, kind: type, what: str) -> tuple:
-    """`LOW-HIGH` (or a single value) as (low, high) of `kind`; UserError naming `option` otherwise."""
-    low, sep, high = text.partition("-")
-    try:
-        return kind(low), kind(high if sep else low)
-    except ValueError:
-        raise UserError(f"{option} takes LOW-HIGH {what}, not {text!r}") from None
-
-
 def _key_codes(items: list[str]) -> tuple[int, ...]:
     from hoi4_arena.data.decode import parse_keys
 
@@ -709,7 +701,6 @@ def pointer_command(config: PointerConfig) -> None:
 # --- reinforcement learning: train-ppo -----------------------------------------------------------
 
 # Its options are rl/ppo_config.py's fields (a torch-free module: --help stays cheap).
-from hoi4_arena.cli_options import low_high  # noqa: E402
 from hoi4_arena.rl.ppo_config import PPOConfig  # noqa: E402
 
 
@@ -790,91 +781,17 @@ def label_command(config: LabelConfig) -> None:
 
 
 @app.command("play-policy", rich_help_panel="Play and evaluate")
-def play_policy_command(
-    checkpoint: Annotated[
-        str,
-        typer.Argument(help="A policy checkpoint (train-bc's last.pt), or the word random (the baseline)."),
-    ],
-    out: Annotated[
-        Path, typer.Argument(help="Folder for the sessions and results.jsonl; re-running with it resumes.")
-    ],
-    games: Annotated[int, typer.Option("--games", help="How many games to play.")],
-    arena: Annotated[
-        str, typer.Option("--arena", help="Preset, preset:seed or map folder (a bare preset: map seed 0).")
-    ] = "plains",
-    seed: Annotated[
-        int, typer.Option("--seed", help="First game seed: game i plays seed+i (seed+i//2 with alternate).")
-    ] = 0,
-    side: Annotated[
-        str, typer.Option("--side", help="BLU, RED, or alternate (each seed from both sides, BLU first).")
-    ] = "alternate",
-    point: Annotated[
-        bool, typer.Option("--point", help="Each move on its likeliest spot (argmax); kinds still sampled.")
-    ] = False,
-    deterministic: Annotated[
-        bool, typer.Option("--deterministic", help="Argmax everywhere: likeliest kind and likeliest spot.")
-    ] = False,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 1.0,
-    reset_memory: Annotated[
-        int, typer.Option("--reset-memory", help="Start the memory afresh every N decisions (0: never).")
-    ] = 0,
-    follow_through: Annotated[
-        bool,
-        typer.Option(
-            "--follow-through",
-            help="With --point: once a decision acts, its later slots take the likeliest kinds.",
-        ),
-    ] = False,
-    game: Annotated[
-        str, typer.Option("--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb).")
-    ] = "sim",
-    size: Annotated[str, typer.Option("--size", help="The game's screen, WIDTHxHEIGHT, 16:9.")] = "960x540",
-    speed: Annotated[int, typer.Option("--speed", help="Game speed 1..5 of the match.")] = 5,
-    max_days: Annotated[
-        int, typer.Option("--max-days", help="The game's time limit in days (a draw when reached).")
-    ] = 365,
-    max_decisions: Annotated[
-        int,
-        typer.Option("--max-decisions", help="Stop a game after N decisions (unfinished: invalid); 0: none."),
-    ] = 0,
-    ai_strength: Annotated[float, typer.Option("--ai-strength", help="The game's AI strength, 0..1.")] = 0.5,
-    no_record: Annotated[bool, typer.Option("--no-record", help="Do not record sessions.")] = False,
-    codec: Annotated[str, typer.Option("--codec", help="Session video codec: x264 or ffv1.")] = "x264",
-    threads: Annotated[
-        int, typer.Option("--threads", help="Torch CPU threads for the policy (0: torch's default).")
-    ] = 1,
-    name: Annotated[
-        str | None, typer.Option("--name", help="The player's name in results (default: folder/stem).")
-    ] = None,
-) -> None:
+@from_config(
+    "hoi4_arena.play.play_policy:PlayConfig",  # read from its source: the module imports the game
+    arguments=("checkpoint", "out"),
+    options={"size": Opt(convert=SIZE)},
+    skip=("progress",),
+)
+def play_policy_command(config: Any) -> None:
     """A checkpoint (or the random policy) plays the game's AI from the screen; sessions and results.jsonl."""
-    from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
-    from hoi4_arena.sim.window import parse_size
+    from hoi4_arena.play.play_policy import run_play_policy
     from hoi4_arena.terminal import print_json
 
-    config = PlayConfig(
-        checkpoint=checkpoint,
-        out=out,
-        games=games,
-        arena=arena,
-        seed=seed,
-        side=side,
-        point=point,
-        deterministic=deterministic,
-        temperature=temperature,
-        reset_memory=reset_memory,
-        follow_through=follow_through,
-        game=game,
-        size=parse_size(size),
-        speed=speed,
-        max_days=max_days,
-        max_decisions=max_decisions,
-        ai_strength=ai_strength,
-        record=not no_record,
-        codec=codec,
-        threads=threads,
-        name=name,
-    )
     summary = run_play_policy(config)
     print_json(summary)
     if summary["interrupted"]:
@@ -956,106 +873,24 @@ def speed_command(
 
 
 @app.command("record-ai", rich_help_panel="Record")
-def record_ai_command(
-    out: Annotated[
-        Path, typer.Argument(help="Folder for the sessions and results.jsonl; re-running with it resumes.")
-    ],
-    player: Annotated[
-        str, typer.Option("--player", help="scripted (against the game's AI) or ai (AI against AI).")
-    ] = "scripted",
-    minutes: Annotated[
-        float | None, typer.Option("--minutes", help="Play time to record in all (the game's clock).")
-    ] = None,
-    games: Annotated[int | None, typer.Option("--games", help="How many games at most.")] = None,
-    arena: Annotated[
-        str,
-        typer.Option("--arena", help="Preset (map seed = game seed), preset:seed, map folder, or all."),
-    ] = "plains",
-    seed: Annotated[
-        int, typer.Option("--seed", help="First seed: games 2k and 2k+1 play seed+k, from BLU and from RED.")
-    ] = 0,
-    speeds: Annotated[
-        str, typer.Option("--speeds", help="Game speeds 1..5, one per game in turn: 5 or 3,5.")
-    ] = "5",
-    game: Annotated[
-        str,
-        typer.Option(
-            "--game", help="sim (headless, virtual clock) or x11 (its window under Xvfb, real time)."
-        ),
-    ] = "sim",
-    size: Annotated[str, typer.Option("--size", help="The game's screen, WIDTHxHEIGHT, 16:9.")] = "960x540",
-    codec: Annotated[str, typer.Option("--codec", help="Session video codec: x264 or ffv1.")] = "x264",
-    hz: Annotated[int, typer.Option("--hz", help="Frames a second recorded: 5, 10, 15, 20, 30 or 60.")] = 5,
-    max_days: Annotated[
-        int, typer.Option("--max-days", help="The game's time limit in days (a draw when reached).")
-    ] = 365,
-    ai_strength: Annotated[float, typer.Option("--ai-strength", help="The game's AI strength, 0..1.")] = 0.5,
-    paused_setup: Annotated[
-        bool,
-        typer.Option(
-            "--paused-setup", help="The scripted player pauses for its setup (space, as the harness)."
-        ),
-    ] = False,
-    after_end: Annotated[
-        float, typer.Option("--after-end", help="Seconds recorded after the winner is known.")
-    ] = 2.0,
-    think: Annotated[
-        str, typer.Option("--think", help="The scripted player's pause before moving, LOW-HIGH seconds.")
-    ] = "0.1-0.4",
-    press_delay: Annotated[
-        str,
-        typer.Option(
-            "--press-delay", help="The scripted player's rest on a target before pressing, LOW-HIGH seconds."
-        ),
-    ] = "0.25-0.45",
-    first: Annotated[
-        Path | None,
-        typer.Option(
-            "--first",
-            help="Corrections: this policy checkpoint opens each game, then the scripted player takes over "
-            "(training skips the policy's decisions).",
-        ),
-    ] = None,
-    handover: Annotated[
-        str,
-        typer.Option(
-            "--handover", help="With --first: the decision of the handover, LOW-HIGH (drawn per game)."
-        ),
-    ] = "0-150",
-) -> None:
+@from_config(
+    "hoi4_arena.play.record_ai:RecordAIConfig",  # read from its source: the module imports the game
+    arguments=("out",),
+    options={
+        "speeds": Opt(convert=value_list(int), extra="E.g. 5 or 3,5."),
+        "size": Opt(convert=SIZE),
+        "after_end_s": Opt(flag="--after-end"),
+        "think_s": Opt(flag="--think", convert=low_high(float, "0.1-0.4")),
+        "press_delay_s": Opt(flag="--press-delay", convert=low_high(float, "0.25-0.45")),
+        "handover": Opt(convert=low_high(int, "0-150")),
+    },
+    skip=("progress",),
+)
+def record_ai_command(config: Any) -> None:
     """Play and record games without a person: the scripted player or the AI; sessions and results.jsonl."""
-    from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
-    from hoi4_arena.sim.window import parse_size
+    from hoi4_arena.play.record_ai import run_record_ai
     from hoi4_arena.terminal import print_json
 
-    try:
-        levels = tuple(int(part) for part in speeds.replace(",", " ").split())
-    except ValueError:
-        raise UserError(f"--speeds takes game speeds 1..5 separated by commas, not {speeds!r}") from None
-    bounds = _low_high(handover, "--handover", int, "decisions (e.g. 0-150)")
-    think_s = _low_high(think, "--think", float, "seconds (e.g. 0.1-0.4)")
-    press_delay_s = _low_high(press_delay, "--press-delay", float, "seconds (e.g. 0.25-0.45)")
-    config = RecordAIConfig(
-        out=out,
-        player=player,
-        minutes=minutes,
-        games=games,
-        arena=arena,
-        seed=seed,
-        speeds=levels,
-        game=game,
-        size=parse_size(size),
-        codec=codec,
-        hz=hz,
-        max_days=max_days,
-        ai_strength=ai_strength,
-        paused_setup=paused_setup,
-        after_end_s=after_end,
-        think_s=think_s,
-        press_delay_s=press_delay_s,
-        first=str(first) if first is not None else None,
-        handover=bounds,
-    )
     summary = run_record_ai(config)
     print_json(summary)
     if summary["interrupted"]:

@@ -13,7 +13,8 @@ Settings of a special shape are written and read by one typed converter each: `S
 option, which the CLI prints as one line with exit status 2.
 
 This module imports neither torch nor numpy, and the config modules a command reads from must not either:
-`hoi4-arena --help` builds every command's options.
+`hoi4-arena --help` builds every command's options. A config whose module imports the game is named by
+its "module:Class" and read from its source instead (see `from_config`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import importlib
+import importlib.util
 import inspect
 import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -46,14 +50,33 @@ def _class_node(klass: type) -> ast.ClassDef:
     path = inspect.getsourcefile(klass)
     if path is None:
         raise TypeError(f"{klass.__qualname__} has no source file to read its field docstrings from")
+    return _node_in(path, klass.__qualname__)
+
+
+def _node_in(path: str, qualname: str) -> ast.ClassDef:
     body: list[ast.stmt] = _module_tree(path).body
     node: ast.stmt | None = None
-    for name in klass.__qualname__.split("."):
+    for name in qualname.split("."):
         node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
         if node is None:
-            raise TypeError(f"class {klass.__qualname__} not found in {path}")
+            raise TypeError(f"class {qualname} not found in {path}")
         body = node.body
     return node  # type: ignore[return-value]
+
+
+def _docs_of(node: ast.ClassDef) -> dict[str, str]:
+    body = node.body
+    docs: dict[str, str] = {}
+    for statement, following in zip(body, body[1:], strict=False):
+        if (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[statement.target.id] = " ".join(inspect.cleandoc(following.value.value).split())
+    return docs
 
 
 @functools.cache
@@ -65,19 +88,90 @@ def field_docs(cls: type) -> dict[str, str]:
     """
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__[:-1]):
-        if not dataclasses.is_dataclass(klass):
-            continue
-        body = _class_node(klass).body
-        for node, following in zip(body, body[1:], strict=False):
-            if (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Name)
-                and isinstance(following, ast.Expr)
-                and isinstance(following.value, ast.Constant)
-                and isinstance(following.value.value, str)
-            ):
-                docs[node.target.id] = " ".join(inspect.cleandoc(following.value.value).split())
+        if dataclasses.is_dataclass(klass):
+            docs.update(_docs_of(_class_node(klass)))
     return docs
+
+
+# --- a config read from its source, for a module too heavy to import with the command line -------------
+
+
+class _Field(typing.NamedTuple):
+    name: str
+    hint: Any
+    default: Any = dataclasses.MISSING
+    default_factory: Any = dataclasses.MISSING
+
+
+_NAMES = {"Path": Path, "Any": Any}
+_FACTORIES = {"dict": dict, "list": list, "tuple": tuple, "set": set}
+
+
+@functools.cache
+def _source_fields(ref: str) -> tuple[str, tuple[_Field, ...], dict[str, str]]:
+    """(class name, fields, docstrings) of the dataclass `ref` ("package.module:Class") read from its
+    module's source without importing the module: names, types and literal defaults as written."""
+    module, _, qualname = ref.partition(":")
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise TypeError(f"no module {module} for {ref}")
+    node = _node_in(spec.origin, qualname)
+    if node.bases:
+        raise TypeError(f"{ref} has base classes: give the class itself, not its name")
+    fields: list[_Field] = []
+    for statement in node.body:
+        if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
+            continue
+        name, text = statement.target.id, ast.unparse(statement.annotation)
+        try:
+            hint = eval(text, {"__builtins__": __builtins__, **_NAMES})  # a type written in the source
+        except NameError as error:
+            raise TypeError(
+                f"{ref}.{name}: cannot read its type {text!r} without the module ({error})"
+            ) from None
+        value = statement.value
+        if value is None:
+            fields.append(_Field(name, hint))
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "field":
+            keywords = {k.arg: k.value for k in value.keywords}
+            if "default_factory" in keywords and ast.unparse(keywords["default_factory"]) in _FACTORIES:
+                fields.append(
+                    _Field(name, hint, default_factory=_FACTORIES[ast.unparse(keywords["default_factory"])])
+                )
+            elif "default" in keywords:
+                fields.append(_Field(name, hint, default=ast.literal_eval(keywords["default"])))
+            else:
+                raise TypeError(f"{ref}.{name}: a field() the command line cannot read from the source")
+        else:
+            try:
+                fields.append(_Field(name, hint, default=ast.literal_eval(value)))
+            except ValueError:
+                raise TypeError(
+                    f"{ref}.{name}: its default is not a literal; import the config instead"
+                ) from None
+    return qualname, tuple(fields), _docs_of(node)
+
+
+def _fields_of(config: type | str) -> tuple[str, tuple[_Field, ...], dict[str, str]]:
+    if isinstance(config, str):
+        return _source_fields(config)
+    hints = typing.get_type_hints(config)
+    fields = tuple(
+        _Field(f.name, hints[f.name], f.default, f.default_factory)
+        for f in dataclasses.fields(config)
+        if f.init
+    )
+    return config.__name__, fields, field_docs(config)
+
+
+def _resolve(config: type | str) -> type:
+    if isinstance(config, type):
+        return config
+    module, _, qualname = config.partition(":")
+    found: Any = importlib.import_module(module)
+    for name in qualname.split("."):
+        found = getattr(found, name)
+    return found
 
 
 # --- the converters ---------------------------------------------------------------------------------
@@ -195,14 +289,14 @@ def _plain_type(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
-def _parameters(cls: type, arguments: Sequence[str], options: dict[str, Opt], skip: Sequence[str]):
+def _parameters(cls: type | str, arguments: Sequence[str], options: dict[str, Opt], skip: Sequence[str]):
     """The typer parameters of `cls`'s fields (keyword-only, in field order, arguments first)."""
-    hints = typing.get_type_hints(cls)
-    docs = field_docs(cls)
-    fields = [f for f in dataclasses.fields(cls) if f.init and f.name not in skip]
+    class_name, all_fields, docs = _fields_of(cls)
+    hints = {f.name: f.hint for f in all_fields}
+    fields = [f for f in all_fields if f.name not in skip]
     unknown = (set(arguments) | set(options)) - {f.name for f in fields}
     if unknown:
-        raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)} to make options of")
+        raise TypeError(f"{class_name} has no field(s) {sorted(unknown)} to make options of")
     fields.sort(
         key=lambda f: (f.name not in arguments, list(arguments).index(f.name) if f.name in arguments else 0)
     )
@@ -215,7 +309,7 @@ def _parameters(cls: type, arguments: Sequence[str], options: dict[str, Opt], sk
         if opt.default is not _UNSET:
             if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
                 raise TypeError(
-                    f"{cls.__name__}.{f.name} has a default of its own; Opt(default=...) is for required fields"
+                    f"{class_name}.{f.name} has a default of its own; Opt(default=...) is for required fields"
                 )
             default = opt.default
         elif f.default is not dataclasses.MISSING:
@@ -239,7 +333,7 @@ def _parameters(cls: type, arguments: Sequence[str], options: dict[str, Opt], sk
             origin, args = typing.get_origin(kind), typing.get_args(kind)
             if origin is dict or (origin is tuple and Ellipsis in args) or kind is Any:
                 raise TypeError(
-                    f"{cls.__name__}.{f.name} ({hints[f.name]}) needs a converter on the command line "
+                    f"{class_name}.{f.name} ({hints[f.name]}) needs a converter on the command line "
                     "(Opt(convert=value_list(...)) or KEY_VALUES)"
                 )
             if optional:
@@ -261,7 +355,7 @@ def _parameters(cls: type, arguments: Sequence[str], options: dict[str, Opt], sk
 
 
 def from_config(
-    cls: type,
+    cls: type | str,
     *,
     arguments: Sequence[str] = (),
     options: dict[str, Opt] | None = None,
@@ -269,12 +363,15 @@ def from_config(
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator: the command's parameter `config` becomes one option per field of `cls`.
 
-    `arguments` are fields given positionally, in that order; `options` changes how a field appears;
-    `skip` fields are left to their defaults and not offered. The command's other
-    parameters (a `typer.Context`, arguments and options of its own) stay as they are, each after the
-    config's arguments and options respectively. The
-    config is built with every field's value and its `__post_init__` validates it; an option given as
-    text is read by its converter first. `given_on_command_line(ctx, config)` names the fields a user typed.
+    `cls` is the config class, or its name "package.module:Class" for a module too heavy to import with
+    the command line (it imports the game): the options are then read from the class's source (names,
+    types and literal defaults as written; tests/test_cli_options.py holds them equal to the class's),
+    and the module is imported when the command runs. `arguments` are fields given positionally, in that
+    order; `options` changes how a field appears; `skip` fields are left to their defaults and not
+    offered. The command's other parameters (a `typer.Context`, arguments and options of its own) stay
+    as they are, each after the config's arguments and options respectively. The config is built with
+    every field's value and its `__post_init__` validates it; an option given as text is read by its
+    converter first. `given_on_command_line(ctx, config)` names the fields a user typed.
     """
     options = options or {}
 
@@ -284,7 +381,7 @@ def from_config(
         names = [p.name for p in made]
         clash = sorted(set(names) & {p.name for p in own})
         if clash:
-            raise TypeError(f"{command.__name__} has parameters named like {cls.__name__}'s fields: {clash}")
+            raise TypeError(f"{command.__name__} has parameters named like {cls}'s fields: {clash}")
 
         @functools.wraps(command)
         def run(**values: Any) -> Any:
@@ -298,7 +395,7 @@ def from_config(
                     settings[name] = converter.parse(",".join(text), options[name].flag or flag)
                 else:
                     settings[name] = converter.parse(text, options[name].flag or flag)
-            return command(config=cls(**settings), **values)
+            return command(config=_resolve(cls)(**settings), **values)
 
         # Positional arguments: the config's, then the command's own; then the config's options, then
         # the command's own options (as --help lists them).
@@ -310,6 +407,7 @@ def from_config(
         ordered = [*made_args, *keyword(own_args), *made_opts, *keyword(own_rest)]
         run.__signature__ = inspect.Signature(ordered)  # type: ignore[attr-defined]
         run.__annotations__ = {}  # typer reads the signature above, not the command's own annotations
+        run.config_source = cls  # type: ignore[attr-defined]  # the class, or its "module:Class" name
         return run
 
     return decorate
