@@ -682,7 +682,9 @@ def import_video_command(config: ImportVideoConfig) -> None:
 
 
 @app.command("pointer", rich_help_panel="Learn from video")
-@from_config(PointerConfig, arguments=("out",), options={"size": Opt(convert=SIZE), "out": Opt(metavar="OUT")})
+@from_config(
+    PointerConfig, arguments=("out",), options={"size": Opt(convert=SIZE), "out": Opt(metavar="OUT")}
+)
 def pointer_command(config: PointerConfig) -> None:
     """Save the game's cursor sprite and hotspot as a pointer template (import-video --pointers)."""
     from hoi4_arena.screen.layout import ViewLayout

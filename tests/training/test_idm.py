@@ -30,7 +30,8 @@ runner = CliRunner()
 
 
 def config(data: Path, out: Path, **fields) -> TrainIDMConfig:
-    settings = dict(policy=TINY, dim=32, ahead=0.4, lr=3e-3, batch=8, epochs=20, threads=1, device="cpu")
+    settings = dict(policy=TINY, dim=32, ahead=0.2, behind=0.0, lr=3e-3, batch=8, epochs=25, threads=1)
+    settings["device"] = "cpu"
     settings.update(fields)
     return TrainIDMConfig(data=str(data), out=str(out), **settings)
 
@@ -77,16 +78,19 @@ def test_report_counts_kinds_keys_buttons_and_pointer_error() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(
+    900
+)  # the module's IDM is trained in this test's fixture: minutes on a busy 2-core machine
 def test_a_tiny_idm_fits_the_marker_game(trained) -> None:
     _, out, summary = trained
     held = summary["held_out"]  # the same game again: the fit, by argmax labels
-    assert summary["stopped"] == "epochs" and summary["window"] == {"behind": 1, "ahead": 2}
+    assert summary["stopped"] == "epochs" and summary["window"] == {"behind": 0, "ahead": 1}
     assert held["kind_accuracy"] >= 0.95, held
     assert held["decision_kind_accuracy_with_input"] >= 0.8, held
     assert held["button_accuracy"] >= 0.9, held
     assert (out / "last.pt").is_file() and (out / "report.json").is_file() and list((out / "tb").iterdir())
     checkpoint = load_idm(out / "last.pt")
-    assert checkpoint.config.ahead == 2 and checkpoint.layout["name"] == "cpu"
+    assert checkpoint.config.ahead == 1 and checkpoint.layout["name"] == "cpu"
 
 
 @pytest.mark.slow

@@ -7,8 +7,8 @@ perception -- the same encoder (`cnn` by default, or a timm tower), quadrant and
 map, built from a `PolicyConfig`, so the same view layout contract holds -- and the window becomes:
 
     per frame: summary, mean cell, attention read-outs of the cells (a learned query per offset),
-               fovea, pointer, game speed -> a vector, plus its offset's embedding
-    context  = MLP(the frames' vectors side by side)                  (N, context)
+               fovea, game speed -> a vector, plus its offset's embedding
+    context  = tanh(MLP(the frames' vectors side by side) + Linear(the pointer's steps))  (N, dim)
     cells    = LayerNorm(Linear(each cell's features over the frames)) (N, cells^2, cell_dim)
     tokens  ~ the policy's ActionHead(context, cells): kind, then cell, column and row for a move
 
@@ -44,12 +44,13 @@ from hoi4_arena.models.config import ActionSpace, PointerGrid, PolicyConfig
 from hoi4_arena.models.detail import DetailReader
 from hoi4_arena.models.encoders import CnnEncoder, TimmTowerEncoder
 from hoi4_arena.models.head import ActionHead, HeadScores
-from hoi4_arena.models.policy import POINTER_DIM, SPEED_DIM, Observation
-from hoi4_arena.models.token_embedding import LatticeEmbedding
+from hoi4_arena.models.policy import SPEED_DIM, Observation
 
 FORMAT = "hoi4-arena-idm"
 FORMAT_VERSION = 1
 READS = 2
+MOTION = 3
+"""Pointer motion features per frame (the step x, y and whether it moved)."""
 """Attention read-outs of each frame's cells."""
 
 
@@ -128,20 +129,20 @@ class InverseDynamics(nn.Module):
                 self.encoder = CnnEncoder(sizes.global_hw, 1, pc.width, pc.summary_dim, pc.freeze_blocks)
             self.detail = DetailReader(sizes.quadrant_hw, sizes.fovea, pc.cells, pc.width, pc.fovea_dim)
             self.cell_map = CellMap(pc.cells, self.detail.map_dim, self.encoder.map_dim, pc.cell_dim)
-            self.pointer_embedding = LatticeEmbedding(self.grid, POINTER_DIM)
             self.speed_embedding = nn.Embedding(pc.speeds, SPEED_DIM)
-            per_frame = pc.summary_dim + (1 + READS) * pc.cell_dim + pc.fovea_dim + POINTER_DIM + SPEED_DIM
+            per_frame = pc.summary_dim + (1 + READS) * pc.cell_dim + pc.fovea_dim + SPEED_DIM
             self.frame = nn.Sequential(nn.Linear(per_frame, config.dim), nn.LayerNorm(config.dim), nn.GELU())
             self.offset = nn.Parameter(torch.randn(frames, config.dim) * 0.02)
             self.read_query = nn.Parameter(torch.randn(frames, READS, pc.cell_dim) * 0.02)
             self.context = nn.Sequential(
                 nn.Linear(frames * config.dim, config.dim), nn.GELU(), nn.Linear(config.dim, config.dim)
             )
+            self.motion = nn.Linear(frames * MOTION, config.dim)
             self.cells = nn.Sequential(
                 nn.Linear(frames * pc.cell_dim, pc.cell_dim), nn.LayerNorm(pc.cell_dim)
             )
             self.head = ActionHead(
-                self.space, self.grid, config.dim + POINTER_DIM, pc.cell_dim, pc.head_dim, pc.position_dim
+                self.space, self.grid, config.dim, pc.cell_dim, pc.head_dim, pc.position_dim
             )
         if load_weights and pc.weights is not None:
             self.encoder.load_weights(pc.weights)
@@ -171,6 +172,16 @@ class InverseDynamics(nn.Module):
         detail_map, fovea = self.detail(obs.quadrants, obs.fovea)
         return summary, self.cell_map(detail_map, encoder_map), fovea
 
+    @staticmethod
+    def _motion(pointer: torch.Tensor) -> torch.Tensor:
+        """(N, T, 2) lattice points -> (N, T, MOTION): how far the pointer moved since the frame before.
+
+        Embeddings of two positions do not say plainly that they differ; the step does, and a move or a
+        click mostly shows as one."""
+        step = torch.diff(pointer.float(), dim=1, prepend=pointer[:, :1].float()) / 64.0
+        moved = (step.abs().sum(-1, keepdim=True) > 0).float()
+        return torch.cat([step.clamp(-4, 4), moved], dim=-1)
+
     def _read(self, cells: torch.Tensor) -> torch.Tensor:
         """cells (N, T, C, D) -> (N, T, READS * D): attention read-outs with a learned query per offset."""
         scores = torch.einsum("ntcd,tkd->ntkc", cells, self.read_query) / math.sqrt(cells.shape[-1])
@@ -181,7 +192,6 @@ class InverseDynamics(nn.Module):
         n, t = obs.speed.shape
         self._check(obs, n)
         summary, cells, fovea = self._see(obs.flatten(2))
-        pointer = self.pointer_embedding(obs.pointer[..., 0], obs.pointer[..., 1])  # (N, T, P)
         vectors = torch.cat(
             [
                 summary.unflatten(0, (n, t)),
@@ -190,15 +200,19 @@ class InverseDynamics(nn.Module):
                     cells.unflatten(0, (n, t))
                 ),  # a small spot (a marker, a popup) is not averaged away
                 fovea.unflatten(0, (n, t)),
-                pointer,
                 self.speed_embedding(obs.speed - 1),
             ],
             dim=-1,
         )
         vectors = self.frame(vectors) + self.offset  # (N, T, dim)
-        context = self.context(vectors.flatten(1))
-        # The labelled decision's own pointer: where its first move starts from.
-        context = torch.cat([context, pointer[:, self.config.behind]], dim=-1)
+        # The pointer's steps join the context by a path of their own: behind the frame layer, among a
+        # hundred other features, they went unnoticed for hundreds of steps. The tanh bounds the context
+        # like the policy's GRU state (the head's first layer is a tanh a growing context saturates).
+        # No embedding of the absolute pointer joins it: its 32 random dimensions per position kept the
+        # marker game's clicks unlearnt for hundreds of steps (the fovea and the steps say where it is).
+        context = torch.tanh(
+            self.context(vectors.flatten(1)) + self.motion(self._motion(obs.pointer).flatten(1))
+        )
         cells = cells.unflatten(0, (n, t)).permute(0, 2, 1, 3).flatten(2)  # (N, C, T*D)
         return context, self.cells(cells)
 
