@@ -72,7 +72,14 @@ def test_ordered_plans_and_samples() -> None:
 
 
 def test_idle_windows_are_thinned_by_a_seeded_draw_and_active_ones_all_kept() -> None:
-    idle = [frozenset({0, 2, 3, 5}), frozenset(), frozenset(range(12)), frozenset({0}), frozenset(), frozenset({4})]
+    idle = [
+        frozenset({0, 2, 3, 5}),
+        frozenset(),
+        frozenset(range(12)),
+        frozenset({0}),
+        frozenset(),
+        frozenset({4}),
+    ]
     everything = {(s, i) for s, n in enumerate(COUNTS) for i in range(n)}
     active = {(s, i) for s, i in everything if i not in idle[s]}
 

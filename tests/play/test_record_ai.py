@@ -265,7 +265,9 @@ def test_recording_does_not_change_the_game(tmp_path: Path) -> None:
     ) as worker:
         rgba, hotspot = worker.pointer_image()
         player = make_player(settings, 20, (rgba.shape[1], rgba.shape[0], tuple(hotspot)))
-        record = play_game(worker, player, GameSettings(side="BLU", speed=5, spec="plains:20", after_end_s=1.0))
+        record = play_game(
+            worker, player, GameSettings(side="BLU", speed=5, spec="plains:20", after_end_s=1.0)
+        )
     manifest = json.loads((tmp_path / "run" / row["session"] / "manifest.json").read_text())
     unrecorded = [{k: v for k, v in o.items() if k != "frame"} for o in record.orders]
     assert [{k: v for k, v in o.items() if k != "frame"} for o in manifest["orders"]] == unrecorded

@@ -359,7 +359,9 @@ class WindowLoader:
         self, sessions: list[SessionSource], plans: list[WorkerPlan], starts: tuple[int, ...]
     ) -> list[Iterator[Batch | SessionSkipped]]:
         if self._held and self._all_held(sessions):
-            return [self._held_stream(sessions, plan, start) for plan, start in zip(plans, starts, strict=True)]
+            return [
+                self._held_stream(sessions, plan, start) for plan, start in zip(plans, starts, strict=True)
+            ]
         if self.workers == 0:
             return [run_plan(sessions, self.settings, plans[0], starts[0])]
         if self._unfinished:
