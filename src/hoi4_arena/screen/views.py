@@ -4,6 +4,7 @@
 network boundary. `compute_views_torch` is its twin for the training side (CPU or CUDA, batched): it
 gives the same bytes, because both resample with the exact integer area average (`resample.py`,
 `resample_torch.py`) and crop the fovea at the same clamped origin (`fovea_origin`).
+`compute_views_bgra` gives the same views of an X11 BGRA grab without an RGB copy of the frame.
 
 Quadrants are the screen's quarters split at (H // 2, W // 2), in the order top-left, top-right,
 bottom-left, bottom-right; on an odd-sized screen the right and bottom ones are one pixel larger.
