@@ -131,3 +131,18 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
     (busy / "something.txt").write_text("mine")
     with pytest.raises(UserError, match="not empty"):
         RunState.open(QuickstartConfig(out=busy))
+
+
+def test_an_interrupted_game_stage_is_not_finished(tmp_path: Path, monkeypatch) -> None:
+    """A stage whose run of games was interrupted must not be kept as done: the next run resumes it."""
+    import hoi4_arena.play.play_policy as play_policy
+    from hoi4_arena import quickstart
+
+    monkeypatch.setattr(play_policy, "run_play_policy", lambda config: {"interrupted": True, "games": 3})
+    with pytest.raises(KeyboardInterrupt):
+        quickstart.evaluate_learned(QuickstartConfig(out=tmp_path / "q"))
+    monkeypatch.setattr(play_policy, "run_play_policy", lambda config: {"interrupted": False, "games": 20})
+    assert quickstart.evaluate_learned(QuickstartConfig(out=tmp_path / "q")) == {
+        "learned": 20,
+        "held-out learned": 20,
+    }

@@ -262,6 +262,14 @@ class RunState:
 # --- the stages ---------------------------------------------------------------------------------------
 
 
+def _played(summary: dict[str, Any]) -> dict[str, Any]:
+    """A game stage's summary, or KeyboardInterrupt when its run was interrupted: a stage whose games
+    were not all played must not count as finished (the next run resumes it)."""
+    if summary.get("interrupted"):
+        raise KeyboardInterrupt
+    return summary
+
+
 def _wall_minutes(config: QuickstartConfig, stage: str) -> float:
     """With a budget: the wall minutes after which a game stage starts no new game (0: no limit)."""
     if config.budget_minutes is None:
@@ -275,19 +283,21 @@ def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
 
     demos = config.out / "demos"
     scaled = config.scaled
-    summary = run_record_ai(
-        RecordAIConfig(
-            out=demos,
-            player="scripted",
-            games=scaled["demo_games"],
-            arena=config.arena_spec,
-            seed=config.seed,
-            speeds=(config.speed,),
-            size=config.size,
-            max_days=scaled["demo_max_days"],
-            wall_minutes=_wall_minutes(config, "demonstrations"),
-            progress=config.progress,
-            **DEMO_HAND,
+    summary = _played(
+        run_record_ai(
+            RecordAIConfig(
+                out=demos,
+                player="scripted",
+                games=scaled["demo_games"],
+                arena=config.arena_spec,
+                seed=config.seed,
+                speeds=(config.speed,),
+                size=config.size,
+                max_days=scaled["demo_max_days"],
+                wall_minutes=_wall_minutes(config, "demonstrations"),
+                progress=config.progress,
+                **DEMO_HAND,
+            )
         )
     )
     sessions = [row.extra["session"] for row in read_results(demos / "results.jsonl") if row.valid]
@@ -378,14 +388,22 @@ def evaluate_baselines(config: QuickstartConfig) -> dict[str, Any]:
     for folder, arena in _maps(config):
         common = _eval_settings(config, arena, _wall_minutes(config, "baselines") / len(_maps(config)))
         where = "" if folder == config.out / "eval" else f"{HELD_OUT} "
-        scripted = run_record_ai(
-            RecordAIConfig(out=folder / "scripted", player="scripted", speeds=(config.speed,), **common)
+        scripted = _played(
+            run_record_ai(
+                RecordAIConfig(out=folder / "scripted", player="scripted", speeds=(config.speed,), **common)
+            )
         )
         games[f"{where}scripted"] = scripted["games"]
         if not where:
-            random = run_play_policy(
-                PlayConfig(
-                    checkpoint="random", out=folder / "random", name="random", speed=config.speed, **common
+            random = _played(
+                run_play_policy(
+                    PlayConfig(
+                        checkpoint="random",
+                        out=folder / "random",
+                        name="random",
+                        speed=config.speed,
+                        **common,
+                    )
                 )
             )
             games["random"] = random["games"]
@@ -399,15 +417,17 @@ def evaluate_learned(config: QuickstartConfig, wall_minutes: float = 0.0) -> dic
 
     games: dict[str, Any] = {}
     for folder, arena in _maps(config):
-        summary = run_play_policy(
-            PlayConfig(
-                checkpoint=str(config.out / "bc" / "last.pt"),
-                out=folder / "learned",
-                name="learned",
-                threads=config.threads,
-                speed=config.speed,
-                **_eval_settings(config, arena, wall_minutes / len(_maps(config))),
-                **PLAY_SETTINGS,
+        summary = _played(
+            run_play_policy(
+                PlayConfig(
+                    checkpoint=str(config.out / "bc" / "last.pt"),
+                    out=folder / "learned",
+                    name="learned",
+                    threads=config.threads,
+                    speed=config.speed,
+                    **_eval_settings(config, arena, wall_minutes / len(_maps(config))),
+                    **PLAY_SETTINGS,
+                )
             )
         )
         games["learned" if folder == config.out / "eval" else f"{HELD_OUT} learned"] = summary["games"]
