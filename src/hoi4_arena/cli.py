@@ -625,43 +625,6 @@ def advantage_command(config: AdvantageConfig) -> None:
     print_json(compute_advantages(config))
 
 
-# --- reinforcement learning: train-ppo -----------------------------------------------------------
-
-# Its options are rl/ppo_config.py's fields (a torch-free module: --help stays cheap).
-from hoi4_arena.cli_options import low_high  # noqa: E402
-from hoi4_arena.rl.ppo_config import PPOConfig  # noqa: E402
-
-
-@app.command("train-ppo", rich_help_panel="Learn")
-@from_config(
-    PPOConfig,
-    arguments=("out",),
-    options={
-        "out": Opt(metavar="OUT"),
-        "reward": Opt(convert=KEY_VALUES, extra="Repeatable: --reward setup=0.1,provinces=0.05."),
-        "policy": Opt(convert=KEY_VALUES, extra="Repeatable: --policy KEY=VALUE."),
-        "arena": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
-        "map_seeds": Opt(convert=low_high(int, "0-99")),
-        "ai_strength": Opt(convert=low_high(float, "0.3-0.7")),
-        "size": Opt(convert=SIZE),
-    },
-)
-def train_ppo_command(
-    ctx: typer.Context,
-    config: PPOConfig,
-    resume: Annotated[
-        bool,
-        typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
-    ] = False,
-) -> None:
-    """Recurrent PPO against the game's AI on the simulator (rollouts of N games, checkpoints, TensorBoard)."""
-    from hoi4_arena.rl.ppo import train_ppo
-    from hoi4_arena.terminal import print_json
-
-    # With --resume only the options given on the command line count as changes to the stored run.
-    print_json(train_ppo(config, resume=resume, changes=given_on_command_line(ctx, config)))
-
-
 # --- learning from video (the VPT recipe): import-video, pointer, train-idm, label ------------------
 
 from hoi4_arena.sessions.import_video_config import ImportVideoConfig, PointerConfig  # noqa: E402
