@@ -68,7 +68,20 @@ def test_two_windows_show_one_world_and_keep_their_inputs_apart(xdisplay: str, t
         for side in ("BLU", "RED"):
             workers[side] = _worker(xdisplay, f"hoi4-arena pair {side}", log, process)
         time.sleep(1.0)  # both windows drawn
-        frames = {s: w.capture(CaptureRequest(views=False, full=True)).frame for s, w in workers.items()}
+        # SDL may replace a window while it starts (window_games.py retries too): attach again then.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                frames = {
+                    s: w.capture(CaptureRequest(views=False, full=True)).frame for s, w in workers.items()
+                }
+                break
+            except WorkerError as error:
+                assert error.code == "window_gone" and time.monotonic() < deadline, error
+                for side in list(workers):
+                    workers.pop(side).close()
+                    workers[side] = _worker(xdisplay, f"hoi4-arena pair {side}", log, process)
+                time.sleep(0.5)
         x, y, w, h = Layout(SIZE)["date_box"]
         assert frames["BLU"].shape == (360, 640, 3)
         assert np.array_equal(frames["BLU"][y : y + h, x : x + w], frames["RED"][y : y + h, x : x + w])
