@@ -41,10 +41,7 @@ import json
 import logging
 import math
 import random
-import signal
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +59,7 @@ from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_D
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.advantage import AdvantageWeights
 from hoi4_arena.training.bc_config import BCConfig
+from hoi4_arena.training.run_control import device_of, stop_on_interrupt
 
 log = logging.getLogger(__name__)
 
@@ -267,34 +265,6 @@ def _refuse_existing_run(out: Path) -> None:
         )
 
 
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"device {name} asked for, but torch sees no CUDA device here; use --device cpu")
-    return torch.device(name)
-
-
-@contextmanager
-def _stop_on_interrupt(flag: dict[str, str | None]) -> Any:
-    """Ctrl+C asks the loop to stop after the current step (and save); a second one interrupts."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        if flag["stop"] == "interrupt":
-            raise KeyboardInterrupt
-        flag["stop"] = "interrupt"
-        log.warning("stopping after this step (Ctrl+C again to interrupt at once)")
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 # --- the run ---
 
 
@@ -317,7 +287,7 @@ def train_bc(
         _refuse_existing_run(out)
     if config.threads:
         torch.set_num_threads(config.threads)
-    device = _device(config.device)
+    device = device_of(config.device)
     policy_config = config.policy_config
 
     # --- data ---
@@ -424,7 +394,7 @@ def train_bc(
         return None
 
     # --- the loop ---
-    with loader, _stop_on_interrupt(flag), progress_bar() as bar:
+    with loader, stop_on_interrupt(flag), progress_bar() as bar:
         if config.hold_gb:
             everything = data.train + data.val
             task = bar.add_task(

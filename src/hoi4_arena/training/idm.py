@@ -28,10 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +45,7 @@ from hoi4_arena.models.policy import Observation
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.idm_config import LabelConfig, TrainIDMConfig
+from hoi4_arena.training.run_control import device_of, stop_on_interrupt
 
 log = logging.getLogger(__name__)
 
@@ -205,32 +203,6 @@ def report(predicted: np.ndarray, truth: np.ndarray, nll: float | None = None) -
 # --- the run ---------------------------------------------------------------------------------------
 
 
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"device {name} asked for, but torch sees no CUDA device here; use --device cpu")
-    return torch.device(name)
-
-
-@contextmanager
-def _stop_on_interrupt(flag: dict[str, str | None]) -> Any:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        if flag["stop"] == "interrupt":
-            raise KeyboardInterrupt
-        flag["stop"] = "interrupt"
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def train_idm(
     config: TrainIDMConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -252,7 +224,7 @@ def train_idm(
         )
     if config.threads:
         torch.set_num_threads(config.threads)
-    device = _device(config.device)
+    device = device_of(config.device)
     idm_config = config.idm_config
 
     # --- data ---
@@ -306,7 +278,7 @@ def train_idm(
     flag: dict[str, str | None] = {"stop": None}
     held_out = progress["history"][-1]["held_out"] if progress["history"] else None
     stop = None
-    with _stop_on_interrupt(flag), progress_bar() as bar:
+    with stop_on_interrupt(flag), progress_bar() as bar:
         for epoch in range(progress["epoch"], config.epochs):
             order = np.random.default_rng([config.seed, epoch]).permutation(len(items))
             batches = [order[i : i + config.batch] for i in range(0, len(order), config.batch)]
@@ -403,7 +375,7 @@ def label(config: LabelConfig) -> dict[str, Any]:
     from hoi4_arena.sessions.labels import write_labels
     from hoi4_arena.sessions.reader import SessionReader
 
-    device = _device(config.device)
+    device = device_of(config.device)
     checkpoint = load_idm(config.checkpoint, layout=config.layout, device=device)
     model, idm = checkpoint.model, checkpoint.config
     layout = idm.policy.layout

@@ -1,0 +1,47 @@
+"""What every training command's loop shares with the machine: the device to train on, and Ctrl+C that
+stops after the current step (so the run saves) instead of killing it.
+
+Try: .venv/bin/python -c "from hoi4_arena.training.run_control import device_of; print(device_of('auto'))"
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from hoi4_arena.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+def device_of(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"device {name} asked for, but torch sees no CUDA device here; use --device cpu")
+    return torch.device(name)
+
+
+@contextmanager
+def stop_on_interrupt(flag: dict[str, str | None]) -> Any:
+    """Ctrl+C asks the loop to stop after the current step (and save); a second one interrupts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if flag["stop"] == "interrupt":
+            raise KeyboardInterrupt
+        flag["stop"] = "interrupt"
+        log.warning("stopping after this step (Ctrl+C again to interrupt at once)")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
