@@ -146,3 +146,23 @@ def test_an_interrupted_game_stage_is_not_finished(tmp_path: Path, monkeypatch) 
         "learned": 20,
         "held-out learned": 20,
     }
+
+
+def test_a_training_stopped_before_its_first_save_starts_again(tmp_path: Path, monkeypatch) -> None:
+    """Killed between writing its settings and its first save, the training stage holds config.json and
+    logs only: the next run starts it again instead of refusing the folder."""
+    import hoi4_arena.training.bc as bc
+    from hoi4_arena import quickstart
+
+    config = QuickstartConfig(out=tmp_path / "q", train_steps=7)
+    (config.out / "bc" / "tb").mkdir(parents=True)
+    (config.out / "bc" / "config.json").write_text("{}")
+    calls = []
+
+    def fake_train(bc_config, resume=False, changes=None):
+        calls.append((resume, sorted(p.name for p in Path(bc_config.out).glob("*"))))
+        return {"steps": bc_config.max_steps}
+
+    monkeypatch.setattr(bc, "train_bc", fake_train)
+    assert quickstart.train(config) == {"steps": 7}
+    assert calls == [(False, [])]

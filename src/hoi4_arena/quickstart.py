@@ -42,6 +42,7 @@ import html
 import json
 import logging
 import math
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -343,6 +344,11 @@ def train(
     )
     if (out / "progress.pt").exists():
         return train_bc(bc, resume=True, changes={**resumed, "epochs": bc.epochs})
+    if out.exists():
+        # Stopped before its first save: nothing was kept but its settings and logs, so it starts over
+        # (the same seeds give the same steps).
+        stderr.print(f"  {out}: the stopped training saved no step; it starts again")
+        shutil.rmtree(out)
     return train_bc(bc)
 
 
