@@ -166,3 +166,40 @@ def test_a_training_stopped_before_its_first_save_starts_again(tmp_path: Path, m
     monkeypatch.setattr(bc, "train_bc", fake_train)
     assert quickstart.train(config) == {"steps": 7}
     assert calls == [(False, [])]
+
+
+def test_the_ppo_stage_is_a_setting_only_when_asked_for(tmp_path: Path, monkeypatch) -> None:
+    """--rl-updates adds the fine-tuning stage and the fine-tuned player on every map; without it the
+    settings are those of a run made before the stage existed (its folder still resumes)."""
+    import hoi4_arena.play.play_policy as play_policy
+    from hoi4_arena import quickstart
+
+    assert "rl_updates" not in QuickstartConfig(out=tmp_path / "a").settings()
+    assert QuickstartConfig(out=tmp_path / "a", rl_updates=3).settings()["rl_updates"] == 3
+    with pytest.raises(UserError, match="rl-updates"):
+        QuickstartConfig(out=tmp_path / "a", rl_updates=-1)
+    with pytest.raises(UserError, match="fixed work"):
+        QuickstartConfig(out=tmp_path / "a", rl_updates=2, budget_minutes=5)
+
+    played = []
+    monkeypatch.setattr(
+        play_policy,
+        "run_play_policy",
+        lambda config: (
+            played.append((config.name, Path(config.checkpoint).parent.name, config.arena))
+            or {"interrupted": False, "games": config.games}
+        ),
+    )
+    config = QuickstartConfig(out=tmp_path / "q", rl_updates=2, games=4)
+    assert quickstart.evaluate_learned(config) == {
+        "learned": 4,
+        "fine-tuned": 4,
+        "held-out learned": 4,
+        "held-out fine-tuned": 4,
+    }
+    assert played == [
+        ("learned", "bc", "plains:0"),
+        ("fine-tuned", "ppo", "plains:0"),
+        ("learned", "bc", "river:7"),
+        ("fine-tuned", "ppo", "river:7"),
+    ]

@@ -56,9 +56,11 @@ from hoi4_arena.terminal import stderr
 log = logging.getLogger(__name__)
 
 STATE = "quickstart.json"
-STAGES = ("demonstrations", "baselines", "training", "evaluation")
+STAGES = ("demonstrations", "baselines", "training", "fine-tuning", "evaluation")
 PLAYERS = ("learned", "scripted", "random")
 HELD_OUT_PLAYERS = ("learned", "scripted")
+FINE_TUNED = "fine-tuned"
+"""The player of the optional PPO stage (--rl-updates): the learned policy fine-tuned against the AI."""
 HELD_OUT = "held-out"
 EVAL_SEED_OFFSET = 1000  # evaluation seeds never overlap the demonstrations' seeds
 MIN_BUDGET = 2.0
@@ -127,13 +129,17 @@ class QuickstartConfig:
     val_games: int = 2
     """Of the demonstrations, how many are held out to score the training."""
     size: tuple[int, int] = (540, 960)
-    """The game's screen (height, width)."""
+    """The game's screen: WIDTHxHEIGHT on the command line."""
     speed: int = 5
     """Game speed 1..5 of every match."""
     max_days: int = 365
     """Each evaluation game's time limit in days (a draw when reached)."""
     seed: int = 0
     """Seed of the demonstrations (game i plays seed + i) and of training; evaluation uses seed + 1000."""
+    rl_updates: int = 0
+    """PPO updates that fine-tune the learned policy against the game's AI (rl/fine_tune.py's settings);
+    the fine-tuned policy then plays the same games and the report pairs it with its start (0: no such
+    stage). Fixed work only: not with --budget-minutes."""
     threads: int = 2
     """Torch CPU threads for training and play."""
     workers: int = 2
@@ -153,6 +159,7 @@ class QuickstartConfig:
             )
         for what, value, low in (
             ("--train-steps", self.train_steps, 1),
+            ("--rl-updates", self.rl_updates, 0),
             ("--games", self.games, 1),
             ("--demo-games", self.demo_games, 2),
             ("--max-days", self.max_days, 1),
@@ -160,6 +167,8 @@ class QuickstartConfig:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
+        if self.rl_updates and self.budget_minutes is not None:
+            raise UserError("--rl-updates is fixed work: leave out --budget-minutes to use it")
         if not 1 <= self.val_games < self.demo_games:
             raise UserError(f"--val-games must lie in 1..{self.demo_games - 1}, not {self.val_games!r}")
         if self.speed not in range(1, 6):
@@ -184,6 +193,8 @@ class QuickstartConfig:
         data = asdict(self)
         for key in ("out", "progress", "threads", "workers", "eval_seconds_per_game"):
             data.pop(key)
+        if not self.rl_updates:
+            data.pop("rl_updates")  # a run without the stage has the settings it had before the stage existed
         if self.budget_minutes is None:
             data.pop("budget_minutes")
         else:
@@ -352,6 +363,27 @@ def train(
     return train_bc(bc)
 
 
+def fine_tune_learned(config: QuickstartConfig) -> dict[str, Any]:
+    """The optional PPO stage: `config.rl_updates` updates from the learned checkpoint on the training maps
+    (resuming a stopped run); the fine-tuned checkpoint is OUT/ppo/last.pt."""
+    from hoi4_arena.rl.fine_tune import fine_tune
+
+    summary = fine_tune(
+        config.out / "ppo",
+        config.out / "bc" / "last.pt",
+        config.rl_updates,
+        arena=tuple(config.arena_spec.split(",")),
+        size=config.size,
+        speed=config.speed,
+        seed=config.seed,
+        threads=config.threads,
+        workers=config.workers,
+        progress=config.progress,
+    )
+    keep = ("updates", "decisions", "games_finished", "first", "last", "weights_sha256", "workers_replaced")
+    return {key: summary.get(key) for key in keep}
+
+
 def trained_minutes(out: Path) -> float:
     """Minutes a (possibly interrupted) training run in `out` has trained, from its progress.pt."""
     path = out / "bc" / "progress.pt"
@@ -421,22 +453,26 @@ def evaluate_learned(config: QuickstartConfig, wall_minutes: float = 0.0) -> dic
     each map's games start within `wall_minutes` shared out between the maps)."""
     from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
 
+    checkpoints = {"learned": config.out / "bc" / "last.pt"}
+    if config.rl_updates:
+        checkpoints[FINE_TUNED] = config.out / "ppo" / "last.pt"
     games: dict[str, Any] = {}
     for folder, arena in _maps(config):
-        summary = _played(
-            run_play_policy(
-                PlayConfig(
-                    checkpoint=str(config.out / "bc" / "last.pt"),
-                    out=folder / "learned",
-                    name="learned",
-                    threads=config.threads,
-                    speed=config.speed,
-                    **_eval_settings(config, arena, wall_minutes / len(_maps(config))),
-                    **PLAY_SETTINGS,
+        for name, checkpoint in checkpoints.items():
+            summary = _played(
+                run_play_policy(
+                    PlayConfig(
+                        checkpoint=str(checkpoint),
+                        out=folder / name,
+                        name=name,
+                        threads=config.threads,
+                        speed=config.speed,
+                        **_eval_settings(config, arena, wall_minutes / len(_maps(config)) / len(checkpoints)),
+                        **PLAY_SETTINGS,
+                    )
                 )
             )
-        )
-        games["learned" if folder == config.out / "eval" else f"{HELD_OUT} learned"] = summary["games"]
+            games[name if folder == config.out / "eval" else f"{HELD_OUT} {name}"] = summary["games"]
     return games
 
 
@@ -541,13 +577,14 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     out = config.out
     pictures = out / "report"
     pictures.mkdir(exist_ok=True)
-    rows = {player: read_results(out / "eval" / player / "results.jsonl") for player in PLAYERS}
-    records = {player: player_record(rows[player]) for player in PLAYERS}
+    tuned = (FINE_TUNED,) if config.rl_updates else ()
+    rows = {player: read_results(out / "eval" / player / "results.jsonl") for player in PLAYERS + tuned}
+    records = {player: player_record(rows[player]) for player in PLAYERS + tuned}
     held_out: dict[str, Any] = {}
     if config.held_out_spec:
         held_out = {
             player: player_record(read_results(out / "eval" / HELD_OUT / player / "results.jsonl"))
-            for player in HELD_OUT_PLAYERS
+            for player in HELD_OUT_PLAYERS + tuned
         }
     curves = _training_curves(out, pictures / "training.png")
     training = state.stages.get("training", {})
@@ -598,6 +635,7 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
             "summary": training,
             "final": curves,
         },
+        "fine_tuning": _fine_tuning(config, state) if tuned else {},
         "heatmap": {
             k: heat.get(k)
             for k in ("median_distance_lattice", "median_distance_px", "in_hottest_1pct", "drawn")
@@ -611,6 +649,27 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     (out / "report.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     (out / "report.html").write_text(_html(config, result, heat))
     return result
+
+
+def _fine_tuning(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
+    """The PPO stage's summary and, on every map, the fine-tuned policy paired with its start seed by seed
+    and side by side (evaluation/paired.py: the difference's interval and p-value come from the pairs)."""
+    from hoi4_arena.evaluation.paired import compare, planned_keys
+
+    planned = planned_keys(config.scaled["games"] // 2, config.eval_seed)
+    paired = {}
+    for folder, arena in _maps(config):
+        report = compare(
+            read_results(folder / FINE_TUNED / "results.jsonl"),
+            read_results(folder / "learned" / "results.jsonl"),
+            planned,
+            names=(FINE_TUNED, "learned"),
+        )
+        paired[arena] = {
+            key: report[key]
+            for key in ("paired_games", "complete", "table", "win_rate_difference", "score_difference")
+        }
+    return {"updates": config.rl_updates, "summary": state.stages.get("fine-tuning", {}), "paired": paired}
 
 
 def _settings_text(settings: dict[str, Any]) -> str:
@@ -674,6 +733,25 @@ def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]
             f"{table(held['players'])}<p>The same seeds and sides; how much of the skill carries over to "
             "another map.</p>"
         )
+    tuning = result.get("fine_tuning") or {}
+    tuning_section = ""
+    if tuning:
+        from hoi4_arena.rl.fine_tune import PPO_SETTINGS
+
+        lines = []
+        for arena, paired in tuning["paired"].items():
+            diff, score = paired["win_rate_difference"], paired["score_difference"]
+            lines.append(
+                f"<li>{esc(arena)}: win-rate difference {diff['estimate']:+.2f} [{diff['low']:+.2f}, "
+                f"{diff['high']:+.2f}], p = {diff['p_value']:.3f} (exact McNemar); score difference "
+                f"{score['estimate']:+.2f}, p = {score['p_value']:.3f}; {paired['paired_games']} paired games</li>"
+            )
+        tuning_section = (
+            f"<h2>Fine-tuned with PPO</h2><p>{tuning['updates']} PPO updates from the learned policy against "
+            f"the game's AI on the training maps ({esc(_settings_text(PPO_SETTINGS))}); the row "
+            f"<i>{FINE_TUNED}</i> above. Fine-tuned against its start, paired seed by seed and side by side:</p>"
+            f"<ul>{''.join(lines)}</ul>"
+        )
     training = result["training"]["summary"]
     heat_images = "".join(
         f'<img src="report/heatmap/{esc(image["file"])}" width="320">'
@@ -707,6 +785,7 @@ the learned policy plays with {esc(_settings_text(PLAY_SETTINGS))}; each player 
 <p>Setup columns: games in which the player formed an army, drew a front, drew an offensive and executed
 it (read from the game's ARENA log; the policy never reads it).</p>
 {held_section}
+{tuning_section}
 <h2>Training</h2><img src="report/training.png">
 <h2>Where the policy wants to point</h2>{heat_line}{heat_images}
 <h2>One of its games</h2>
@@ -741,9 +820,10 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
         state.spent_seconds = spent()
         state.save(config.out)
 
-    total = len(STAGES) + 1
+    stages = [stage for stage in STAGES if stage != "fine-tuning" or config.rl_updates]
+    total = len(stages) + 1
     try:
-        for number, stage in enumerate(STAGES, 1):
+        for number, stage in enumerate(stages, 1):
             if stage in state.stages:
                 stderr.print(f"[dim]{number}/{total} {stage}: done before, kept[/]")
                 continue
@@ -764,6 +844,9 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
                 left = state.train_minutes - trained_minutes(config.out)
                 stderr.print(f"  training for {left:.1f} of {state.train_minutes:.1f} minutes")
                 finish(stage, train(config, left, state.train_minutes))
+            elif stage == "fine-tuning":
+                stderr.print(f"  {config.rl_updates} PPO updates from the learned policy")
+                finish(stage, fine_tune_learned(config))
             else:
                 wall = 0.0
                 if config.budget_minutes is not None:
