@@ -307,6 +307,30 @@ def probe_peer_command(config: ProbePeerConfig) -> None:
     print_json(probe_peer(config.name, config.peers, captures=config.captures, observer=config.observer))
 
 
+# --- watching a game: telemetry and the live web view (cluster/, observer access only) ---------------
+
+from hoi4_arena.cluster.watch_config import LiveConfig, TelemetryConfig  # noqa: E402
+
+
+@app.command("telemetry", rich_help_panel="Screen and workers")
+@from_config(TelemetryConfig, options=_WORKER_OPTIONS)
+def telemetry_command(config: TelemetryConfig) -> None:
+    """CPU, memory, disk, network and GPU of the game's machine, game and worker; JSON, or --watch."""
+    from hoi4_arena.cluster.telemetry import run_telemetry
+
+    run_telemetry(config)
+
+
+@app.command("live", rich_help_panel="Screen and workers")
+@from_config(LiveConfig, options=_WORKER_OPTIONS)
+def live_command(config: LiveConfig) -> None:
+    """A web page of the game as its worker sees it, its ARENA state, tokens and telemetry (watch only)."""
+    from hoi4_arena.cluster.live import run_live
+    from hoi4_arena.terminal import print_json
+
+    print_json(run_live(config))
+
+
 # --- maps and the simulator's world -------------------------------------------------------------
 
 
@@ -676,6 +700,7 @@ from hoi4_arena.rl.ppo_config import PPOConfig  # noqa: E402
     options={
         "out": Opt(metavar="OUT"),
         "reward": Opt(convert=KEY_VALUES, extra="Repeatable: --reward setup=0.1,provinces=0.05."),
+        "league_mix": Opt(convert=KEY_VALUES, extra="Repeatable: --league-mix current=0.5,ai=0.5."),
         "policy": Opt(convert=KEY_VALUES, extra="Repeatable: --policy KEY=VALUE."),
         "arena": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
         "map_seeds": Opt(convert=low_high(int, "0-99")),

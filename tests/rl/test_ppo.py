@@ -70,8 +70,8 @@ def test_a_tiny_run_raises_a_shaped_return(tmp_path: Path, tiny: dict, monkeypat
     earned: list[float] = []
     step = rollout_game.RolloutGame.step
 
-    def shaped(self, tokens, next_plan):
-        answer = step(self, tokens, next_plan)
+    def shaped(self, tokens, next_plan, rival=None):
+        answer = step(self, tokens, next_plan, rival)
         answer.rewards["setup"] = float(np.mean(tokens[:, 0] == NONE))
         earned.append(answer.rewards["setup"])
         return answer

@@ -29,6 +29,14 @@ One update is one rollout and the learning on it:
    at the end. `resume=True` replays the games under way and continues exactly: a run resumed after
    update k gives the weights of the uninterrupted run (tests/rl/test_ppo.py).
 
+Opponents (`--opponent`): `ai`, the game's AI on the other side of every game; `self`, the learner's own
+policy (as it is at each rollout) on the other side's screen of one world; `league`, a member drawn
+game by game from `--league-mix`: the learner as it is (current), the newest or an older frozen snapshot
+(`rl/league.py`, one every `--league-every` updates, the start the first), the scripted player, or the
+game's AI. Only the learner's side of a game is in the batch; the logs add the learner's win rate
+against each opponent (games/win_rate_vs_<member>). The league's snapshots are listed in progress.pt
+(with their files' sha256) and resume with the run.
+
 Not built (yet): InfoPPO's adaptive clip and information clock (`--clip adaptive`, `--info-clip`,
 `--clock information`); an exact entropy bonus (the head gives the log p of the sampled action only).
 
@@ -54,6 +62,7 @@ from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_check
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.gae import gae
+from hoi4_arena.rl.league import League
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rewards import OUTCOME, TERMS
 from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule
@@ -167,6 +176,9 @@ def _game_stats(finished: list[dict[str, Any]], weights: dict[str, float]) -> di
     outcomes = [g["outcome"] for g in games]
     stats["win_rate"] = outcomes.count("win") / len(games)
     stats["draw_rate"] = outcomes.count("draw") / len(games)
+    for opponent in sorted({g.get("opponent", "ai") for g in games}):
+        against = [g["outcome"] for g in games if g.get("opponent", "ai") == opponent]
+        stats[f"win_rate_vs_{opponent}"] = against.count("win") / len(against)
     stats["setup_complete"] = float(np.mean([bool(g["setup"].get("complete")) for g in games]))
     for name in (OUTCOME, *TERMS):
         stats[f"reward_{name}"] = float(np.mean([g["terms"][name] for g in games]))
@@ -217,6 +229,11 @@ def train_ppo(
         optimizer.load_state_dict(saved.optimizer)
         progress.update(saved.extra["progress"])
     provenance = Provenance(data={"ppo": config.to_dict(), **identity}, seed=config.seed)
+    league = None
+    if config.opponent == "league":
+        league = League(out / "league", config.league_every, config.seed)
+        if saved is not None:
+            league.restore(saved.extra["league"])
 
     # --- the games ---
     settings = RolloutSettings(
@@ -234,12 +251,15 @@ def train_ppo(
         map_seeds=config.map_seeds,
         ai_strength=config.ai_strength,
         seed=config.seed,
+        opponents=config.opponents,
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(
         json.dumps({"train": config.to_dict(), "policy": policy.config.to_dict(), **identity}, indent=2)
         + "\n"
     )
+    if league is not None and saved is None:
+        league.add(policy, 0, provenance)  # the start is the league's first member
 
     def save(path: Path, *, with_progress: bool) -> Path:
         extra: dict[str, Any] = {
@@ -249,6 +269,8 @@ def train_ppo(
         }
         if with_progress:
             extra.update(progress=progress, engine=engine.state())
+            if league is not None:
+                extra["league"] = league.state()
         return save_checkpoint(
             path, policy, provenance=provenance, optimizer=optimizer if with_progress else None, extra=extra
         )
@@ -268,6 +290,7 @@ def train_ppo(
             weights=config.reward,
             temperature=config.temperature,
             reset_memory=config.reset_memory,
+            league=league,
         ) as engine,
         progress_bar() as bar,
     ):
@@ -416,7 +439,9 @@ def train_ppo(
                 + f" value loss {metrics.get('value_loss', 0):.3f}",
             )
 
-            # --- 6. saves, the guard ---
+            # --- 6. the league's next snapshot, saves, the guard ---
+            if league is not None and league.due(update + 1):
+                league.add(policy, update + 1, provenance)
             guard = config.max_minutes and time.monotonic() - started >= config.max_minutes * 60
             last = update + 1 == config.updates or guard
             if last or time.monotonic() - last_save >= config.save_every:
@@ -443,6 +468,8 @@ def train_ppo(
         "progress": str(out / PROGRESS),
         "weights_sha256": weights_sha256(policy.state_dict()),
         "workers_replaced": engine.replaced,
+        "opponent": config.opponent,
+        "league": league.state()["snapshots"] if league is not None else None,
         "threads": torch.get_num_threads(),
         "seconds": time.monotonic() - started,
     }

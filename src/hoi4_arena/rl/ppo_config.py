@@ -15,6 +15,10 @@ from typing import Any
 from hoi4_arena.errors import UserError
 
 CRITICS = ("pact", "joint")
+OPPONENTS = ("ai", "self", "league")
+LEAGUE_MEMBERS = ("current", "recent", "old", "scripted", "ai")
+"""Who a league game's other side is: the learner as it is now, the newest snapshot, an older one, the
+scripted player, the game's AI."""
 RESUMABLE_CHANGES = ("updates", "max_minutes", "save_every", "threads", "workers", "progress")
 """Settings a resumed run may change: they bound or pace the run, not what it computes (the serial and
 process modes give the same numbers; threads may change the last bits)."""
@@ -67,6 +71,16 @@ class PPOConfig:
     reset_memory: int = 0
     """Start the memory afresh every N decisions of a game, as play-policy --reset-memory N does and as
     train-bc's windows of N trained it (0: carried over the whole game)."""
+    opponent: str = "ai"
+    """The other side of every game: ai (the game's AI), self (the learner's own policy, on its own screen
+    in the same world), league (drawn game by game from --league-mix)."""
+    league_every: int = 10
+    """--opponent league: a frozen snapshot of the learner every K updates (the start is the first)."""
+    league_mix: dict[str, float] = field(
+        default_factory=lambda: {"current": 0.5, "recent": 0.2, "old": 0.1, "ai": 0.2}
+    )
+    """--opponent league: each member's probability (current, recent, old, scripted, ai), normalised;
+    scripted needs a --size the scripted player is calibrated for (960x540, 1920x1080)."""
     reward: dict[str, float] = field(default_factory=dict)
     """Shaping terms and their weights on top of the outcome (win 1, draw 0.5, loss 0): setup,
     victory_points, provinces."""
@@ -114,6 +128,7 @@ class PPOConfig:
         from hoi4_arena.rl.rewards import parse_weights
 
         object.__setattr__(self, "reward", parse_weights(self.reward))
+        object.__setattr__(self, "league_mix", parse_mix(self.league_mix))
         for name, low in (
             ("updates", 1),
             ("games", 1),
@@ -128,6 +143,7 @@ class PPOConfig:
             ("chunk", 0),
             ("seed", 0),
             ("threads", 0),
+            ("league_every", 1),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -154,6 +170,11 @@ class PPOConfig:
             raise UserError("--lr, --clip and --temperature must be above 0")
         if self.critic not in CRITICS:
             raise UserError(f"--critic must be one of {', '.join(CRITICS)}, not {self.critic!r}")
+        if self.opponent not in OPPONENTS:
+            raise UserError(
+                f"--opponent must be one of {', '.join(OPPONENTS)} (the game's AI, the learner itself, its "
+                f"league), not {self.opponent!r}"
+            )
         if self.speed not in range(1, 6):
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
         if self.codec not in ("x264", "ffv1"):
@@ -176,6 +197,25 @@ class PPOConfig:
         from hoi4_arena.play.runner import check_size
 
         check_size(self.size)
+        if any(name == "scripted" for name, _ in self.opponents):
+            from hoi4_arena.players.templates import sim_rules_path
+
+            if not sim_rules_path(self.size).is_file():
+                h, w = self.size
+                raise UserError(
+                    f"--league-mix scripted: the scripted player has no calibration for a {w}x{h} screen; "
+                    "use --size 960x540 (or 1920x1080), or leave scripted out of --league-mix"
+                )
+
+    @property
+    def opponents(self) -> tuple[tuple[str, float], ...]:
+        """The league members the games' other sides are drawn from, with their probabilities."""
+        if self.opponent == "ai":
+            return (("ai", 1.0),)
+        if self.opponent == "self":
+            return (("current", 1.0),)
+        weight = sum(self.league_mix.values())
+        return tuple((name, p / weight) for name, p in self.league_mix.items() if p > 0)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -208,6 +248,31 @@ class PPOConfig:
                 f"{', '.join(RESUMABLE_CHANGES)} may change, or start a new run in another folder"
             )
         return replace(self, **{k: v for k, v in changes.items() if k in RESUMABLE_CHANGES})
+
+
+def parse_mix(mix: dict[str, Any]) -> dict[str, float]:
+    """`--league-mix` as {member: probability}, in `LEAGUE_MEMBERS` order; UserError for an unknown member,
+    a bad number, or probabilities that do not sum to a positive number."""
+    out: dict[str, float] = {}
+    for name, value in mix.items():
+        if name not in LEAGUE_MEMBERS:
+            raise UserError(
+                f"--league-mix {name}={value}: unknown league member {name!r}; the members are "
+                f"{', '.join(LEAGUE_MEMBERS)}"
+            )
+        try:
+            p = float(value)
+        except (TypeError, ValueError):
+            raise UserError(f"--league-mix {name}={value}: the probability must be a number") from None
+        if not math.isfinite(p) or p < 0:
+            raise UserError(f"--league-mix {name}={value}: the probability must be a finite number >= 0")
+        out[name] = p
+    if not sum(out.values()) > 0:
+        raise UserError(
+            f"--league-mix must give the members probabilities that sum to a positive number, not {mix!r} "
+            "(e.g. current=0.4,recent=0.2,old=0.1,scripted=0.1,ai=0.2)"
+        )
+    return {name: out[name] for name in LEAGUE_MEMBERS if name in out}
 
 
 def _seed_ok(arena: str) -> bool:

@@ -26,6 +26,14 @@ that dies is replaced by a fresh one, its slots begin their next games, and the 
 `state()` / `restore(state)` make a resumed run exact: the games under way are replayed from their
 tokens (the simulator is deterministic), the memories and generators are restored.
 
+The other side of a game is the schedule's draw (`Schedule.opponents`, `GamePlan.opponent`): the game's
+AI (a one-player game, the default), the scripted player, or a policy -- the learner itself (`current`)
+or a frozen snapshot of a `league` (`recent`, `old`; `rl/league.py` says which) -- each on its own screen
+of one world (`rl/rollout_game.py`). A policy rival lives in this process beside the learner: per slot
+its memory, a generator seeded `sampling_seed(game seed, its side)`, and its tokens (replayed on resume);
+each decision, one forward pass for all the slots that one policy plays the rival of. Only the
+learner's decisions go into the `Rollout`: the rival's side is played, never trained.
+
 Try: .venv/bin/python bench/rollout.py --games 4 --decisions 50
 """
 
@@ -39,7 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hoi4_arena.maps.model import TAGS
+from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.rewards import OUTCOME, TERMS, total
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
@@ -65,6 +73,21 @@ class Schedule:
     """The game's AI strength is drawn from LOW..HIGH."""
     seed: int = 0
     """The schedule's seed."""
+    opponents: tuple[tuple[str, float], ...] = (("ai", 1.0),)
+    """Who plays the other side (a league member, `GamePlan.opponent`) and how likely, summing to 1."""
+
+    def opponent(self, slot: int, number: int) -> str:
+        """The other side of a slot's game, drawn from `opponents` with its own stream (so the rest of a
+        plan is the same whoever the opponent is)."""
+        if len(self.opponents) == 1:
+            return self.opponents[0][0]
+        draw = float(np.random.default_rng([self.seed, slot, number, 0x6F70]).random())
+        cumulative = 0.0
+        for name, p in self.opponents:
+            cumulative += p
+            if draw < cumulative:
+                return name
+        return self.opponents[-1][0]  # rounding: the sum fell just short of 1
 
     def plan(self, slot: int, number: int) -> GamePlan:
         rng = np.random.default_rng([self.seed, slot, number, 0x726C])
@@ -77,7 +100,22 @@ class Schedule:
         strength = round(low + (high - low) * float(rng.random()), 4)
         side = TAGS[number % 2] if self.games == 1 else TAGS[slot % 2]
         seed = int(rng.integers(2**31 - 1))
-        return GamePlan(slot, number, arena, f"{arena}:{map_seed}", seed, side, strength)
+        opponent = self.opponent(slot, number)
+        return GamePlan(slot, number, arena, f"{arena}:{map_seed}", seed, side, strength, opponent)
+
+
+@dataclass
+class _Rival:
+    """A policy rival of one slot's game: which policy, the observation to act on, memory, generator."""
+
+    snapshot: int | None
+    """The league snapshot that plays it (None: the learner itself, `current`)."""
+    views: dict[str, np.ndarray]
+    pointer: tuple[int, int]
+    generator: torch.Generator
+    hidden: torch.Tensor
+    previous: torch.Tensor
+    decisions: list[np.ndarray] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +131,8 @@ class _Slot:
     """(slots, 3) the previous decision's tokens (no-ops at a game's start)."""
     decisions: list[np.ndarray] = field(default_factory=list)
     """This game's tokens so far (a resumed run replays them)."""
+    rival: _Rival | None = None
+    """The other side when a policy plays it."""
 
 
 @dataclass
@@ -154,8 +194,11 @@ class Rollouts:
         weights: dict[str, float] | None = None,
         temperature: float = 1.0,
         reset_memory: int = 0,
+        league: Any = None,
     ) -> None:
         self.settings = settings
+        self.league = league
+        """The snapshots `recent` and `old` rivals are drawn from (`rl.league.League`; None: no league)."""
         self.reset_memory = reset_memory
         self.schedule = schedule
         self.weights = dict(weights or {})
@@ -178,7 +221,23 @@ class Rollouts:
     def _fresh(self, policy: Policy, plan: GamePlan, step: Step) -> _Slot:
         state = policy.initial_state(1)
         generator = torch.Generator().manual_seed(sampling_seed(plan.seed, plan.side))
-        return _Slot(plan, step, generator, state.hidden[0], state.previous[0])
+        slot = _Slot(plan, step, generator, state.hidden[0], state.previous[0])
+        if plan.rival == "tokens":
+            snapshot = None
+            if plan.opponent != "current":
+                if self.league is None:
+                    raise ValueError(f"{plan.session_id} plays a {plan.opponent} snapshot: no league given")
+                snapshot = self.league.choose(plan)
+            rival = policy.initial_state(1)
+            slot.rival = _Rival(
+                snapshot,
+                step.rival_views,
+                step.rival_pointer,
+                torch.Generator().manual_seed(sampling_seed(plan.seed, other_tag(plan.side))),
+                rival.hidden[0],
+                rival.previous[0],
+            )
+        return slot
 
     # --- starting, resuming -------------------------------------------------------------------------
 
@@ -200,6 +259,7 @@ class Rollouts:
                     "generator": slot.generator.get_state(),
                     "hidden": slot.hidden.clone(),
                     "previous": slot.previous.clone(),
+                    "rival": None if slot.rival is None else _rival_state(slot.rival),
                 }
                 for slot in self.slots
             ],
@@ -212,8 +272,14 @@ class Rollouts:
         if len(saved) != self.games:
             raise ValueError(f"the saved rollout has {len(saved)} slots, this one {self.games}")
         plans = [GamePlan(**s["plan"]) for s in saved]
+        rivals = [s.get("rival") for s in saved]
         requests = {
-            slot: (slot, plans[slot], [d.numpy() for d in saved[slot]["decisions"]])
+            slot: (
+                slot,
+                plans[slot],
+                [d.numpy() for d in saved[slot]["decisions"]],
+                None if rivals[slot] is None else [d.numpy() for d in rivals[slot]["decisions"]],
+            )
             for slot in range(self.games)
         }
         steps = self._ask("replay", requests)
@@ -229,6 +295,7 @@ class Rollouts:
                     s["hidden"].clone(),
                     s["previous"].clone(),
                     [d.numpy() for d in s["decisions"]],
+                    None if rivals[slot] is None else _restored_rival(rivals[slot], steps[slot]),
                 )
             )
         self.replaced = int(state["replaced"])
@@ -331,10 +398,11 @@ class Rollouts:
             store["tokens"].append(decision.tokens)
             store["logp"].append(decision.logp)
             store["value"].append(decision.value)
+            rivals = self._rivals(policy)  # the other sides' tokens: played, not stored for training
             requests = {}
             for s, slot in enumerate(self.slots):
                 slot.decisions.append(tokens[s])
-                requests[s] = (s, tokens[s], self.schedule.plan(s, slot.plan.number + 1))
+                requests[s] = (s, tokens[s], self.schedule.plan(s, slot.plan.number + 1), rivals.get(s))
             answers = self._ask("step", requests)
             for s in range(n):
                 step, slot = answers[s], self.slots[s]
@@ -351,6 +419,8 @@ class Rollouts:
                 else:
                     slot.step = step
                     slot.hidden, slot.previous = decision.state.hidden[s], decision.state.previous[s]
+                    if slot.rival is not None:
+                        slot.rival.views, slot.rival.pointer = step.rival_views, step.rival_pointer
         obs, state = self._observation()
         _, h, _ = policy._observe(obs, state)  # the bootstrap value: no sampling, no generator drawn
         last_value, _ = policy.value(h)
@@ -376,6 +446,37 @@ class Rollouts:
             seconds=time.perf_counter() - started,
         )
 
+    def _rivals(self, policy: Policy) -> dict[int, np.ndarray]:
+        """Every policy rival's tokens of this decision, one batch per policy (the learner, a snapshot)."""
+        groups: dict[int | None, list[int]] = {}
+        for s, slot in enumerate(self.slots):
+            if slot.rival is not None:
+                groups.setdefault(slot.rival.snapshot, []).append(s)
+        out: dict[int, np.ndarray] = {}
+        for snapshot, members in groups.items():
+            player = policy if snapshot is None else self.league.policies[snapshot]
+            rivals = [self.slots[s].rival for s in members]
+            for rival in rivals:  # the learner's memory rule (PolicyPlayer's --reset-memory)
+                made = len(rival.decisions)
+                if self.reset_memory and made and made % self.reset_memory == 0:
+                    rival.hidden = torch.zeros_like(rival.hidden)
+            obs = Observation(
+                *(torch.from_numpy(np.stack([r.views[key] for r in rivals])) for _, key in VIEWS),
+                torch.full((len(rivals),), self.settings.speed, dtype=torch.long),
+                torch.tensor([r.pointer for r in rivals], dtype=torch.long),
+            )
+            state = PolicyState(
+                torch.stack([r.hidden for r in rivals]), torch.stack([r.previous for r in rivals])
+            )
+            decision = player.step(
+                obs, state, temperature=self.temperature, generator=[r.generator for r in rivals]
+            )
+            for i, (s, rival) in enumerate(zip(members, rivals, strict=True)):
+                out[s] = decision.tokens[i].numpy()
+                rival.decisions.append(out[s])
+                rival.hidden, rival.previous = decision.state.hidden[i], decision.state.previous[i]
+        return out
+
     def close(self) -> None:
         for worker in self.workers:
             worker.close()
@@ -385,3 +486,29 @@ class Rollouts:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _rival_state(rival: _Rival) -> dict[str, Any]:
+    return {
+        "snapshot": rival.snapshot,
+        "decisions": torch.from_numpy(np.stack(rival.decisions))
+        if rival.decisions
+        else torch.zeros(0, 8, 3, dtype=torch.long),
+        "generator": rival.generator.get_state(),
+        "hidden": rival.hidden.clone(),
+        "previous": rival.previous.clone(),
+    }
+
+
+def _restored_rival(saved: dict[str, Any], step: Step) -> _Rival:
+    generator = torch.Generator()
+    generator.set_state(saved["generator"])
+    return _Rival(
+        saved["snapshot"],
+        step.rival_views,
+        step.rival_pointer,
+        generator,
+        saved["hidden"].clone(),
+        saved["previous"].clone(),
+        [d.numpy() for d in saved["decisions"]],
+    )

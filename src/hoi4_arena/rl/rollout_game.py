@@ -10,11 +10,21 @@ engine runs this class in worker processes (`rl/rollout_worker.py`) or in its ow
 When the game ends, the same call begins the slot's next game (its plan comes with the tokens) and
 returns that game's first observation, with the finished game's rewards and summary.
 
+A plan whose opponent is not the game's AI (`GamePlan.rival`) is a two-player game: one world with a
+screen per side (`screen.pair_worker.PairHub`), a `Game` per side, the learner's and the rival's, both
+through the match harness. The rival is a policy whose tokens come from the learner's process with the
+learner's (its observations go back in every `Step`), or the scripted player, which decides here from
+its own captures. Each decision the two sides act at once, the rival's in a thread of this game: the
+hub's barrier steps the world once both sides' inputs of the tick are in (as collect-pair plays, in
+`play/pair.py`). The rewards are read from the learner's side's ARENA log; a rival's game that fails
+makes the learner's invalid.
+
 Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +73,16 @@ class GamePlan:
     """The game's seed (its coin, its AI); the policy's sampling seed is `sampling_seed(seed, side)`."""
     side: str
     ai_strength: float
+    opponent: str = "ai"
+    """Who plays the other side (`ppo_config.LEAGUE_MEMBERS`): ai (the game's AI, a one-player game);
+    scripted (the scripted player, on its own screen of a two-player world); current, recent or old (a
+    policy the learner's process runs, on its own screen: the game's `Step`s carry its observations)."""
+
+    @property
+    def rival(self) -> str | None:
+        """How the other side plays through its screen: tokens (from the learner's process), scripted,
+        or None (the game's AI: no screen)."""
+        return None if self.opponent == "ai" else "scripted" if self.opponent == "scripted" else "tokens"
 
     @property
     def session_id(self) -> str:
@@ -85,7 +105,10 @@ class Step:
     valid: bool = True
     """The ended game counts (False: stopped by max_decisions, a worker error, a dead worker process)."""
     summary: dict[str, Any] | None = None
-    """The ended game's summary: plan, outcome, decisions, days, setup, each term's sum."""
+    """The ended game's summary: plan, opponent, outcome, decisions, days, setup, each term's sum."""
+    rival_views: dict[str, np.ndarray] | None = None
+    """A policy rival's next observation (views and pointer), as `views` and `pointer` are the learner's."""
+    rival_pointer: tuple[int, int] | None = None
 
 
 class _Seat:
@@ -118,6 +141,11 @@ class RolloutGame:
         self.game: Game | None = None
         self.tracker: RewardTracker | None = None
         self.capture: Capture | None = None
+        self.rival: Game | None = None
+        """The other side's game in a two-player world (None: the game's AI plays it)."""
+        self.rival_seat: Any = None
+        self.rival_capture: Capture | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self._finished = True  # no game to finish yet
 
     def begin(self, plan: GamePlan) -> Step:
@@ -127,21 +155,25 @@ class RolloutGame:
         self.close()
         settings = self.settings
         self.plan = plan
-        self.worker = SimWorker(
-            plan.spec,
-            plan.seed,
-            size=settings.size,
-            layout=self.layout,
-            player=plan.side,
-            ai={other_tag(plan.side): plan.ai_strength},
-            max_days=settings.max_days,
-            player_kind="policy",
-        )
+        if plan.rival is None:
+            self.worker = SimWorker(
+                plan.spec,
+                plan.seed,
+                size=settings.size,
+                layout=self.layout,
+                player=plan.side,
+                ai={other_tag(plan.side): plan.ai_strength},
+                max_days=settings.max_days,
+                player_kind="policy",
+            )
+            own = self.worker
+        else:
+            own = self._open_pair(plan)
         recorder = None
         if settings.record is not None:
             recorder = self._recorder(plan)
         self.game = Game(
-            self.worker,
+            own,
             GameSettings(
                 side=plan.side, speed=settings.speed, spec=plan.spec, max_decisions=settings.max_decisions
             ),
@@ -151,10 +183,16 @@ class RolloutGame:
         self._finished = False
         self.tracker = RewardTracker(plan.side, self.worker.game.arena)
         try:
-            self.game.start(self.seat)
+            if self.rival is None:
+                self.game.start(self.seat)
+            else:  # both sides through the harness at once: the barrier holds them in step
+                self._both(lambda: self.game.start(self.seat), lambda: self.rival.start(self.rival_seat))
+                self.rival_capture = self.rival.observe(self.rival_seat)
             self.capture = self.game.observe(self.seat)
         except BaseException as error:  # a game that cannot start is a broken setup, not a lost game
             self.game.fail(error)
+            if self.rival is not None:
+                self.rival.fail(error)
             self.close()
             raise
         if self.game.ended:
@@ -163,18 +201,22 @@ class RolloutGame:
         self.tracker.start(self.game.log)
         return self._observation()
 
-    def step(self, tokens: np.ndarray, next_plan: GamePlan) -> Step:
-        """Apply one decision's tokens (8, 3); the next observation (the next plan's first when it ended)."""
+    def step(self, tokens: np.ndarray, next_plan: GamePlan, rival: np.ndarray | None = None) -> Step:
+        """Apply one decision's tokens (8, 3), and a policy rival's `rival` tokens; the next observation
+        (the next plan's first when it ended)."""
         game, capture, tracker = self.game, self.capture, self.tracker
         assert game is not None and capture is not None and tracker is not None, "begin() first"
         events = tokens_to_events(
             tokens, capture.t_ns, capture.size, pointer=capture.pointer, source="policy"
         )
-        try:
-            game.act(events)
-            self.capture = game.observe(self.seat)
-        except WorkerError as error:
-            game.fail(error)
+        if self.rival is not None:
+            self._step_pair(events, rival)
+        else:
+            try:
+                game.act(events)
+                self.capture = game.observe(self.seat)
+            except WorkerError as error:
+                game.fail(error)
         state = game.log.state
         over = game.ended and game.record.valid
         rewards = tracker.update(
@@ -186,17 +228,121 @@ class RolloutGame:
 
     def _observation(self, rewards: dict[str, float] | None = None) -> Step:
         capture = self.capture
-        return Step(
+        step = Step(
             views=capture.views,
             pointer=to_lattice(*capture.pointer, capture.size),
             speed=self.settings.speed,
             rewards=rewards or {},
         )
+        if self.rival is not None and self.plan.rival == "tokens":
+            seen = self.rival_capture
+            step.rival_views, step.rival_pointer = seen.views, to_lattice(*seen.pointer, seen.size)
+        return step
+
+    # --- the two-player game ------------------------------------------------------------------------
+
+    def _open_pair(self, plan: GamePlan) -> Any:
+        """The plan's two-player world and the rival's game; the learner's side's worker."""
+        from hoi4_arena.screen.pair_worker import PairHub
+
+        settings, other = self.settings, other_tag(plan.side)
+        kind = "scripted" if plan.rival == "scripted" else "policy"
+        self.worker = hub = PairHub(
+            plan.spec,
+            plan.seed,
+            size=settings.size,
+            layout=settings.layout,
+            max_days=settings.max_days,
+            player_kinds={plan.side: "policy", other: kind},
+        )
+        self.rival = Game(
+            hub.worker(other),
+            GameSettings(
+                side=other, speed=settings.speed, spec=plan.spec, max_decisions=settings.max_decisions
+            ),
+        )
+        if plan.rival == "scripted":
+            from hoi4_arena.players.scripted import ScriptedPlayer
+            from hoi4_arena.players.templates import sim_rules
+
+            rgba, hotspot = hub.worker(other).pointer_image()
+            self.rival_seat = ScriptedPlayer(
+                sim_rules(settings.size), plan.seed, cursor=(rgba.shape[1], rgba.shape[0], hotspot)
+            )
+        else:
+            self.rival_seat = _Seat(self.layout)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="rollout-rival")
+        return hub.worker(plan.side)
+
+    def _both(self, own: Any, rival: Any) -> None:
+        """Run `own()` here and `rival()` in the rival's thread at once; a side that raises leaves the hub
+        first (so the other's barrier wait fails instead of waiting), then the error is raised."""
+        hub = self.worker
+
+        def guarded(side: str, work: Any) -> None:
+            try:
+                work()
+            except BaseException as error:
+                hub.leave(side, f"{type(error).__name__}: {error}")
+                raise
+
+        future = self._pool.submit(guarded, self.rival.settings.side, rival)
+        error: BaseException | None = None
+        try:
+            guarded(self.plan.side, own)
+        except BaseException as raised:
+            error = raised
+        try:
+            future.result()
+        except BaseException as raised:
+            error = error or raised
+        if error is not None:
+            raise error
+
+    def _step_pair(self, events: list, rival_tokens: np.ndarray | None) -> None:
+        """One decision of both sides: each acts (the barrier steps the world), then each observes."""
+        game, rival, seat, hub = self.game, self.rival, self.rival_seat, self.worker
+        seen = self.rival_capture
+        if self.plan.rival == "tokens":
+            if rival_tokens is None:
+                raise ValueError(f"{self.plan.session_id}: the rival's tokens are missing")
+            rival_events = lambda: tokens_to_events(  # noqa: E731
+                rival_tokens, seen.t_ns, seen.size, pointer=seen.pointer, source="policy"
+            )
+        else:
+            rival_events = lambda: seat.decide(seen)  # noqa: E731
+
+        def act(side_game: Game, side: str, make: Any) -> None:
+            try:
+                side_game.act(make())
+            except WorkerError as error:  # that side's game is over; the other's wait fails at once
+                side_game.fail(error)
+                hub.leave(side, f"worker: {error}")
+
+        self._both(
+            lambda: act(game, self.plan.side, lambda: events),
+            lambda: act(rival, rival.settings.side, rival_events),
+        )
+        if not game.ended:
+            try:
+                self.capture = game.observe(self.seat)
+            except WorkerError as error:
+                game.fail(error)
+        if not rival.ended:
+            try:
+                self.rival_capture = rival.observe(seat)
+            except WorkerError as error:
+                rival.fail(error)
+        if rival.ended and rival.end.startswith("error") and not game.ended:
+            game.fail(WorkerError("opponent", f"the other side's game failed: {rival.end}"))
 
     def _end(self, next_plan: GamePlan, rewards: dict[str, float]) -> Step:
         """Finish the game, begin `next_plan`'s, and say how the finished one went."""
         plan, game, tracker = self.plan, self.game, self.tracker
         record = game.finish(self.seat)
+        if self.rival is not None:
+            self.rival.finish(self.rival_seat)
         self._finished = True
         state = game.log.state if game.log is not None else None
         summary = {
@@ -207,6 +353,7 @@ class RolloutGame:
             "seed": plan.seed,
             "side": plan.side,
             "ai_strength": plan.ai_strength,
+            "opponent": plan.opponent,
             "valid": record.valid,
             "reason": record.reason,
             "outcome": outcome_of(record.winner, plan.side, bool(state and state.over))
@@ -246,7 +393,17 @@ class RolloutGame:
     def close(self) -> None:
         if self.game is not None and not self._finished:
             self.game.finish(self.seat)
+            if self.rival is not None:
+                self.rival.finish(self.rival_seat)
         if self.worker is not None:
             self.worker.close()
         self.worker = self.game = self.capture = None
+        self.rival = self.rival_seat = self.rival_capture = None
         self._finished = True
+
+    def shutdown(self) -> None:
+        """Close the game and the rival's thread (the slot is done with)."""
+        self.close()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

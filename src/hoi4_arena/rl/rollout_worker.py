@@ -5,14 +5,17 @@ games only need numpy and the simulator), ignores Ctrl+C (the learner stops it),
 one at a time:
 
     ("begin", [(slot, plan), ...])             -> [Step, ...]   the slots' first observations
-    ("step", [(slot, tokens, next_plan), ...])  -> [Step, ...]   one decision of each of its slots
-    ("replay", [(slot, plan, [tokens, ...]), ...]) -> [Step, ...] games replayed up to where they were
+    ("step", [(slot, tokens, next_plan, rival), ...]) -> [Step, ...]  one decision of each of its slots
+    ("replay", [(slot, plan, [tokens, ...], [rival, ...] | None), ...]) -> [Step, ...]  games replayed
+                                                                         up to where they were
     ("close",)                                  -> None
 
 An exception inside a request is sent back as ("error", text) and raised in the learner. A process
 that dies (killed, out of memory) shows as a closed pipe or a dead process: `WorkerProcess.receive`
 raises `WorkerDied`, and the engine marks its games invalid and starts a fresh process in its place.
 `LocalWorker` is the same interface in the learner's own process (the serial mode, workers=0).
+`rival` is a policy rival's tokens of the decision in a two-player game (None: the game's AI or the
+scripted player plays the other side).
 
 Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py -k killed
 """
@@ -53,7 +56,7 @@ def _serve(connection: Any, settings: RolloutSettings) -> None:
             connection.send(answer)
     finally:
         for game in games.values():
-            game.close()
+            game.shutdown()
 
 
 class _Handler:
@@ -73,16 +76,16 @@ class _Handler:
         if op == "begin":
             return [self.game(slot).begin(plan) for slot, plan in request[1]]
         if op == "step":
-            return [self.game(slot).step(tokens, plan) for slot, tokens, plan in request[1]]
+            return [self.game(slot).step(tokens, plan, rival) for slot, tokens, plan, rival in request[1]]
         if op == "replay":
-            return [self._replay(slot, plan, decisions) for slot, plan, decisions in request[1]]
+            return [self._replay(*replay) for replay in request[1]]
         raise ValueError(f"unknown rollout request {op!r}")
 
-    def _replay(self, slot: int, plan: Any, decisions: list) -> Step:
+    def _replay(self, slot: int, plan: Any, decisions: list, rival: list | None) -> Step:
         game = self.game(slot)
         step = game.begin(plan)
-        for tokens in decisions:
-            step = game.step(tokens, plan)
+        for i, tokens in enumerate(decisions):
+            step = game.step(tokens, plan, rival[i] if rival is not None else None)
             if step.done:
                 raise RuntimeError(f"replaying {plan.session_id} ended it early: the game is not the same")
         return step
@@ -107,7 +110,7 @@ class LocalWorker:
 
     def close(self) -> None:
         for game in self.games.values():
-            game.close()
+            game.shutdown()
         self.games.clear()
 
 
