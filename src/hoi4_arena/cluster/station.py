@@ -10,7 +10,7 @@ The framing is the worker protocol's (screen/protocol.py); what the network adds
   attach, is answered (`unauthorized`, `not_attached`) and the connection is closed.
 - One full connection at a time: a second gets `worker_busy`. Any number of observers (up to
   `max_connections` connections in all) may attach with `"observer": true`: they may only attach,
-  read status, capture and read telemetry; `arm`, `apply` and the rest get `observer`.
+  read status, capture, read the game log and read telemetry; `arm`, `apply` and the rest get `observer`.
 - The attach must start within `handshake_timeout` seconds of connecting, and every started message
   must arrive whole within `message_timeout` seconds; a stall ends the connection.
   When the full connection ends -- close, disconnect, stall, framing error -- every held key and button
@@ -40,6 +40,8 @@ from typing import Any
 
 from hoi4_arena.cluster.peers import Peer, StationBundle, find_peer, load_bundle, token_hash
 from hoi4_arena.cluster.station_config import ServeWorkerConfig, is_loopback, parse_listen
+from hoi4_arena.cluster.telemetry import HostSampler
+from hoi4_arena.cluster.telemetry import report as telemetry_report
 from hoi4_arena.cluster.tls import connect_pinned, server_context
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
@@ -62,6 +64,8 @@ class LockedWorker(Worker):
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self._lock = threading.RLock()
+        self._sampler = HostSampler()
+        self._sampling = threading.Lock()
 
     def _call(self, name: str, *args: Any) -> Any:
         with self._lock:
@@ -107,7 +111,11 @@ class LockedWorker(Worker):
         self._call("wait_until", t_ns)
 
     def telemetry(self) -> dict:
-        return self._call("telemetry")
+        """The whole report of cluster/telemetry.py: the station is where the worker runs, so its
+        machine, worker and game are measured here (outside the worker's lock)."""
+        answer = self._call("telemetry")
+        with self._sampling:
+            return telemetry_report(answer, self._sampler)
 
     def close(self) -> None:
         self._call("release")

@@ -17,8 +17,9 @@ refused apply applies nothing (the worker checks the whole batch first). A frami
 cannot recover from -- a payload announced past the limit, a bad `"bytes"`, a message that does not
 arrive whole within `message_timeout` seconds of its first byte -- gets an error reply (where it can
 still be sent) and the connection is closed. When the client disconnects, the server releases every held
-key and button. An observer connection (`serve(..., observer=True)`) may only attach, read status, capture and
-read telemetry; its `close` ends the connection, not the worker.
+key and button. An observer connection (`serve(..., observer=True)`) may only attach, read status, capture,
+read the game log and read telemetry (nothing it can call sends input or changes what the worker holds);
+its `close` ends the connection, not the worker.
 
 Transports: `serve(worker, rfile, wfile)` works on any pair of binary streams (a socket's makefile,
 pipes); `spawn_stdio_worker(argv)` starts a subprocess that serves a worker on its stdin/stdout (see
@@ -78,7 +79,8 @@ OPS = (
     "wait_until",
     "close",
 )
-OBSERVER_OPS = frozenset({"attach", "status", "capture", "telemetry", "close"})
+OBSERVER_OPS = frozenset({"attach", "status", "capture", "game_log", "telemetry", "close"})
+"""What a read-only observer may call: `game_log(offset)` only reads (the caller keeps its offset)."""
 ARRAY_DTYPES = frozenset({"uint8", "int8", "uint16", "int16", "int32", "int64", "float32", "float64", "bool"})
 _CHUNK = 1 << 20
 
