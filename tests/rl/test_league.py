@@ -20,6 +20,7 @@ from hoi4_arena.rl.rollout import Rollouts, Schedule
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings
 from hoi4_arena.screen.pair_worker import PairWorker
 from hoi4_arena.screen.tokens import tokens_to_events
+from hoi4_arena.screen.worker import WorkerError
 
 MIX = {"current": 0.4, "recent": 0.2, "old": 0.1, "scripted": 0.1, "ai": 0.2}
 
@@ -94,6 +95,38 @@ def test_a_self_play_rollout_drives_both_screens_and_keeps_only_the_learners_sid
         # ... while the rival's own tokens (sampled apart) went to the other screen of the same world.
         assert [k for h, side, k in applied if h == hubs[s] and side == rival] == kinds(slot.rival.decisions)
         assert not np.array_equal(np.stack(slot.rival.decisions), np.stack(slot.decisions))
+
+    # A worker process plays the same pair games (the rival's tokens travel with the learner's).
+    with Rollouts(settings, Schedule(games=2, opponents=(("current", 1.0),)), workers=1) as engine:
+        engine.start(tiny_policy)
+        got = engine.collect(tiny_policy, steps)
+        for a, b in zip(engine.slots, slots, strict=True):
+            np.testing.assert_array_equal(np.stack(a.rival.decisions), np.stack(b.rival.decisions))
+    assert torch.equal(got.tokens, rollout.tokens) and torch.equal(got.value, rollout.value)
+
+
+def test_a_rival_whose_worker_refuses_ends_the_game_invalid_without_waiting(
+    tiny_policy, settings, monkeypatch
+) -> None:
+    applied = []
+    apply = PairWorker.apply
+
+    def refusing(self, events, timed=False):  # the rival (RED in game 0) refuses its third decision
+        if timed and self.side == "RED" and any(e.source == "policy" for e in events):
+            applied.append(self.side)
+            if len(applied) == 3:
+                raise WorkerError("refused", "the rival's worker broke")
+        return apply(self, events, timed)
+
+    monkeypatch.setattr(PairWorker, "apply", refusing)
+    with Rollouts(settings, Schedule(games=1, opponents=(("current", 1.0),)), workers=0) as engine:
+        engine.start(tiny_policy)
+        rollout = engine.collect(tiny_policy, 6)
+    (game,) = rollout.finished
+    assert not game["valid"] and "RED left the game" in game["reason"], game["reason"]
+    end = int(np.flatnonzero(rollout.done[:, 0])[0])
+    assert not rollout.valid[: end + 1, 0].any() and rollout.valid[end + 1 :, 0].all()
+    assert rollout.first[end + 1, 0]  # the slot's next game began at once
 
 
 def test_a_scripted_rival_plays_through_its_own_screen(tiny_policy, monkeypatch) -> None:

@@ -1,4 +1,4 @@
-"""Recurrent PPO against the game's AI: `train_ppo(config)`, read top to bottom.
+"""Recurrent PPO against the game's AI, itself or its league: `train_ppo(config)`, read top to bottom.
 
 One update is one rollout and the learning on it:
 

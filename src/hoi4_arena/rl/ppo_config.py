@@ -26,7 +26,7 @@ process modes give the same numbers; threads may change the last bits)."""
 
 @dataclass(frozen=True)
 class PPOConfig:
-    """Recurrent PPO against the game's AI, over the rollout engine's games (docs/rl.md)."""
+    """Recurrent PPO over the rollout engine's games, against the game's AI, itself or its league (docs/rl.md)."""
 
     out: str
     """Output folder: last.pt, update-NNNN.pt, progress.pt, config.json, TensorBoard logs (tb/)."""
