@@ -270,7 +270,7 @@ def parse_mix(mix: dict[str, Any]) -> dict[str, float]:
     if not sum(out.values()) > 0:
         raise UserError(
             f"--league-mix must give the members probabilities that sum to a positive number, not {mix!r} "
-            "(e.g. current=0.4,recent=0.2,old=0.1,scripted=0.1,ai=0.2)"
+            "(e.g. current=0.5,recent=0.2,old=0.1,ai=0.2)"
         )
     return {name: out[name] for name in LEAGUE_MEMBERS if name in out}
 
