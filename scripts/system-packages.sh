@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs when they are missing, and does nothing otherwise.
-# Xvfb runs the tests' private X servers; mss needs the libxcb libraries; XTest drives input.
+# Xvfb runs the tests' private X servers; mss needs the libxcb libraries; XTest drives input;
+# Chromium (headless) checks the live web view.
 set -euo pipefail
 
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
+# Headless Chromium loads the live view's page in tests/cluster/test_live.py.
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium)
 for lib in libxcb.so.1:libxcb1 libxcb-shm.so.0:libxcb-shm0 libxcb-randr.so.0:libxcb-randr0 \
            libxcb-render.so.0:libxcb-render0 libxcb-xfixes.so.0:libxcb-xfixes0 libXtst.so.6:libxtst6 \
            libXfixes.so.3:libxfixes3; do

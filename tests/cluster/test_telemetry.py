@@ -64,7 +64,9 @@ def test_a_sim_workers_report_has_every_field_and_lateness_once_it_applied() -> 
         worker.arm("setup")
         t0 = worker.now_ns()
         up = InputEvent(t0 + 50_000_000, "key_up", 1, 1, key=0x41, source="policy")
-        worker.apply([InputEvent(t0 + 25_000_000, "key_down", 1, 1, key=0x41, source="policy"), up], timed=True)
+        worker.apply(
+            [InputEvent(t0 + 25_000_000, "key_down", 1, 1, key=0x41, source="policy"), up], timed=True
+        )
         worker.wait_until(t0 + 200_000_000)
         second = report(worker.telemetry(), sampler)
         check_report(second, rates=True)

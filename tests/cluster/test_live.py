@@ -1,0 +1,313 @@
+"""The live view: observer access only (nothing on the page's side can send input), the page in Debian's
+headless Chromium (frames on a canvas that is not blank, a day that advances), and the command.
+
+The browser is driven over the DevTools protocol with aiohttp's websocket client. Set
+HOI4_ARENA_SCREENSHOTS=docs/screenshots to write the page's screenshot to docs/screenshots/live.png
+(what the docs show); otherwise it goes to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from hoi4_arena.cluster.live import Feed, LiveServer, LocalGames, Watcher, make_app, observer_client
+from hoi4_arena.cluster.station import LockedWorker
+from hoi4_arena.cluster.watch_config import LiveConfig
+from hoi4_arena.errors import UserError
+from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.sim_worker import SimWorker
+from hoi4_arena.screen.worker import CaptureRequest, Worker, WorkerError
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+KEY_A = InputEvent(0, "key_down", 1, 1, key=0x41, source="policy")
+
+
+def wait_for(condition, seconds: float = 30.0, step: float = 0.1):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(step)
+    return condition()
+
+
+def config(**overrides) -> LiveConfig:
+    settings = dict(game="sim", size=(180, 320), layout="cpu", listen="127.0.0.1:0", fps=5, max_days=60)
+    return LiveConfig(**{**settings, **overrides})
+
+
+# --- observer access only --------------------------------------------------------------------------------
+
+
+def test_the_observer_connection_watches_and_refuses_every_input_op() -> None:
+    game = SimWorker(size=(180, 320), layout="cpu")
+    client = observer_client(LockedWorker(game))
+    try:
+        assert client.attach()["observer"] is True
+        assert client.capture(CaptureRequest(views=False, full=True)).frame.shape == (180, 320, 3)
+        assert client.game_log(0)[1] >= 0
+        assert client.telemetry()["schema"] == 1
+        refused = {
+            "apply": lambda: client.apply([KEY_A]),
+            "arm": lambda: client.arm("setup"),
+            "release": client.release,
+            "disarm": client.disarm,
+            "wait_until": lambda: client.wait_until(10**9),
+            "events": client.events,
+        }
+        for op, call in refused.items():
+            with pytest.raises(WorkerError) as info:
+                call()
+            assert info.value.code == "observer", op
+        assert game.status()["armed"] is None and game.telemetry()["applied"] == 0 and game.now_ns() == 0
+    finally:
+        client.close()
+        game.close()
+
+
+def _reachable(value, seen: set[int]) -> list:
+    """Every object reachable from `value` through closures, containers and instance attributes."""
+    if id(value) in seen or isinstance(value, str | bytes | int | float | type(None)):
+        return []
+    seen.add(id(value))
+    found = [value]
+    children: list = []
+    if isinstance(value, dict):
+        children = list(value.values())
+    elif isinstance(value, list | tuple | set):
+        children = list(value)
+    elif callable(value) and getattr(value, "__closure__", None):
+        children = [cell.cell_contents for cell in value.__closure__]
+    elif hasattr(value, "__dict__") and type(value).__module__.startswith("hoi4_arena"):
+        children = list(vars(value).values())
+    for child in children:
+        found += _reachable(child, seen)
+    return found
+
+
+def test_the_page_server_holds_no_worker_and_ignores_what_the_page_sends() -> None:
+    feed = Feed("test")
+    games = LocalGames(config(pace=20.0), feed)
+    watcher = Watcher(games.connect, feed, fps=10, generation=games.generation)
+    server = LiveServer(feed, "127.0.0.1", 0, fps=10)
+    handlers = [route.handler for route in server.app.router.routes()]
+    assert not [obj for obj in _reachable(handlers, set()) if isinstance(obj, Worker)]
+    assert not [obj for obj in _reachable(make_app(feed), set()) if isinstance(obj, Worker)]
+    games.start()
+    watcher.start()
+    host, port = server.start()
+    try:
+        assert wait_for(lambda: (feed.snapshot()[3]["arena"].get("day") or 0) >= 2)
+        game = games._current.worker  # the driver's worker (a test reads it; the page cannot)
+        before = game.telemetry()["applied"]  # the harness started the match; the AI plays both sides
+
+        async def send_input() -> None:
+            import aiohttp
+
+            async with (
+                aiohttp.ClientSession() as session,
+                session.ws_connect(f"http://{host}:{port}/ws") as ws,
+            ):
+                await ws.receive(timeout=10)  # the page's first message: it is being served
+                for request in ({"op": "arm", "mode": "setup"}, {"op": "apply", "events": [KEY_A.to_dict()]}):
+                    await ws.send_str(json.dumps(request))
+                await ws.send_bytes(b"\x00" * 100)
+                await asyncio.sleep(0.5)
+
+        asyncio.run(send_input())
+        assert game.telemetry()["applied"] == before and game.status()["armed"] == "match"
+        assert not game.guard.held_keys
+    finally:
+        games.stop()
+        watcher.stop()
+        server.stop()
+
+
+def test_the_page_is_served_on_loopback_unless_the_flag_says_otherwise() -> None:
+    with pytest.raises(UserError, match="--allow-remote"):
+        config(listen="0.0.0.0:8765")
+    with pytest.raises(UserError, match="--allow-remote"):
+        LiveServer(Feed("test"), "0.0.0.0", 0)
+    assert config(listen="0.0.0.0:8765", allow_remote=True).allow_remote
+    with pytest.raises(UserError, match="--checkpoint"):
+        LiveConfig(game="x11", checkpoint="random")
+
+
+# --- the page in headless Chromium ------------------------------------------------------------------------
+
+
+class Browser:
+    """Headless Chromium with its DevTools protocol on a free port; `evaluate` runs JS in the page."""
+
+    def __init__(self, profile: Path) -> None:
+        self.process = subprocess.Popen(
+            [
+                CHROMIUM,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-extensions",
+                "--window-size=1280,720",
+                f"--user-data-dir={profile}",
+                "--remote-debugging-port=0",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        port_file = profile / "DevToolsActivePort"
+        if not wait_for(lambda: port_file.exists() and port_file.read_text().count("\n") >= 1, 60):
+            self.close()
+            raise AssertionError("chromium did not open its DevTools port")
+        self.port = int(port_file.read_text().split()[0])
+        self.loop = asyncio.new_event_loop()
+        self.ws = self.loop.run_until_complete(self._connect())
+        self._id = 0
+
+    async def _connect(self):
+        import aiohttp
+
+        self.session = aiohttp.ClientSession()
+        async with self.session.get(f"http://127.0.0.1:{self.port}/json/list") as reply:
+            targets = await reply.json()
+        page = next(t for t in targets if t["type"] == "page")
+        return await self.session.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=64 << 20)
+
+    def call(self, method: str, **params) -> dict:
+        async def roundtrip() -> dict:
+            self._id += 1
+            await self.ws.send_str(json.dumps({"id": self._id, "method": method, "params": params}))
+            while True:
+                message = json.loads((await self.ws.receive(timeout=60)).data)
+                if message.get("id") == self._id:
+                    assert "error" not in message, message
+                    return message["result"]
+
+        return self.loop.run_until_complete(roundtrip())
+
+    def evaluate(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result["result"].get("value")
+
+    def close(self) -> None:
+        if hasattr(self, "loop"):
+            self.loop.run_until_complete(self.ws.close())
+            self.loop.run_until_complete(self.session.close())
+            self.loop.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# The canvas's pixels: how many distinct colours a 16-pixel grid over it shows (a blank canvas: 1).
+CANVAS_COLOURS = """(() => {
+  const c = document.getElementById("screen"), x = c.getContext("2d");
+  const data = x.getImageData(0, 0, c.width, c.height).data, seen = new Set();
+  for (let y = 0; y < c.height; y += 16) for (let i = 0; i < c.width; i += 16) {
+    const k = 4 * (y * c.width + i); seen.add(data[k] + "," + data[k + 1] + "," + data[k + 2]);
+  }
+  return [c.width, c.height, seen.size];
+})()"""
+
+
+def page_state(browser: Browser) -> tuple[int | None, int]:
+    """(day, frames) as the page wrote them into its DOM."""
+    day = browser.evaluate("document.getElementById('day').textContent")
+    frames = browser.evaluate("document.getElementById('frames').textContent")
+    return (int(day) if day and day.isdigit() else None), int(frames or 0)
+
+
+@pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason="needs Debian's chromium (scripts/system-packages.sh)"
+)
+def test_the_page_in_headless_chromium_shows_frames_and_the_day_advancing(tmp_path: Path) -> None:
+    feed = Feed("sim plains")
+    games = LocalGames(config(checkpoint="random", pace=4.0, size=(360, 640)), feed)
+    watcher = Watcher(games.connect, feed, fps=5, generation=games.generation)
+    server = LiveServer(feed, "127.0.0.1", 0, fps=5)
+    games.start()
+    watcher.start()
+    server.start()
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.call("Page.enable")
+        browser.call("Page.navigate", url=server.url)
+        first = wait_for(lambda: (s := page_state(browser))[0] is not None and s[1] >= 2 and s, 60, 0.3)
+        assert first, f"no frame and day on the page: {page_state(browser)}"
+        later = wait_for(lambda: (s := page_state(browser))[0] > first[0] and s, 60, 0.3)
+        assert later, f"the day did not advance from {first[0]}"
+        assert later[1] > first[1]
+        width, height, colours = browser.evaluate(CANVAS_COLOURS)
+        assert (width, height) == (640, 360) and colours > 8  # the game's screen, not a blank canvas
+        assert browser.evaluate("document.title").startswith("day ")
+        tokens = browser.evaluate("document.getElementById('tokens').textContent")
+        assert tokens.startswith("decision ") and len(tokens.splitlines()) == 9  # header and 8 slots
+        assert "host CPU" in browser.evaluate("document.getElementById('telemetry').textContent")
+        shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
+        folder = Path(os.environ.get("HOI4_ARENA_SCREENSHOTS", tmp_path))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "live.png").write_bytes(shot)
+        assert shot.startswith(b"\x89PNG")
+    finally:
+        browser.close()
+        games.stop()
+        watcher.stop()
+        server.stop()
+
+
+# --- the command ----------------------------------------------------------------------------------------------
+
+
+def test_the_live_command_serves_a_sim_game_for_its_seconds(tmp_path: Path) -> None:
+    import re
+    import sys
+
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hoi4_arena.cli",
+            "live",
+            "--game",
+            "sim",
+            "--size",
+            "320x180",
+            "--layout",
+            "cpu",
+        ]
+        + ["--listen", "127.0.0.1:0", "--seconds", "6", "--pace", "5", "--max-days", "100"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = process.stderr.readline()
+        url = re.search(r"live view on (http://\S+)", line)
+        assert url, line
+        page = urllib.request.urlopen(url.group(1), timeout=10).read().decode()
+        assert '<canvas id="screen"' in page
+        state = wait_for(lambda: json.loads(urllib.request.urlopen(url.group(1) + "state.json").read()), 10)
+        assert state["source"] == "sim plains"
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err
+    result = json.loads(out)
+    assert result["frames"] > 3 and result["day"] >= 1 and result["status"] == "watching"
