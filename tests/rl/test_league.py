@@ -1,6 +1,8 @@
 """train-ppo's opponents (rl/league.py, the pair games of rl/rollout_game.py, rl/rollout.py's rivals): the
-league's draws follow the mix, a self-play rollout plays both screens of one world and keeps only the
-learner's side, a league run resumes exactly, bad input is refused."""
+league's draws follow the mix; a self-play rollout plays both screens of one world, keeps only the
+learner's side, and plays the same in a worker process; a rival whose worker refuses ends its game
+invalid without a wait; the scripted player plays its own screen; a league run resumes exactly; bad
+input is refused."""
 
 from __future__ import annotations
 
