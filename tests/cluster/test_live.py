@@ -311,3 +311,26 @@ def test_the_live_command_serves_a_sim_game_for_its_seconds(tmp_path: Path) -> N
     assert process.returncode == 0, err
     result = json.loads(out)
     assert result["frames"] > 3 and result["day"] >= 1 and result["status"] == "watching"
+
+
+def test_the_watcher_watches_a_station_as_an_observer(tmp_path: Path) -> None:
+    from hoi4_arena.cluster.live import connect_observer
+    from hoi4_arena.cluster.peers import load_bundle, make_bundle, read_peers
+    from hoi4_arena.cluster.station import Station
+
+    make_bundle("watched", tmp_path / "bundle", peers=tmp_path / "made.json")
+    entry = read_peers(tmp_path / "made.json")["watched"]
+    game = SimWorker(size=(180, 320), layout="cpu")
+    with Station(game, load_bundle(tmp_path / "bundle"), "127.0.0.1", 0) as station:
+        peers = tmp_path / "peers.json"
+        peers.write_text(json.dumps({"peers": {"watched": {**entry.to_dict(), "port": station.address[1]}}}))
+        feed = Feed("peer watched")
+        watcher = Watcher(lambda: connect_observer("watched", peers), feed, fps=10).start()
+        try:
+            assert wait_for(lambda: feed.snapshot()[0] >= 3 and "telemetry" in feed.snapshot()[3])
+            state = feed.snapshot()[3]
+            assert state["game"]["observer"] is True and state["arena"]["day"] == 0
+            assert state["telemetry"]["host"]["cpu_count"] >= 1
+        finally:
+            watcher.stop()
+        assert station.connections["accepted"] >= 1 and game.telemetry()["applied"] == 0

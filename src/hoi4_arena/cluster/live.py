@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -172,6 +173,19 @@ def observer_client(worker: Worker) -> SocketClient:
     ours, theirs = socket.socketpair()
     threading.Thread(target=_serve_observer, args=(worker, theirs), name="live-observer", daemon=True).start()
     return SocketClient(ours)
+
+
+def connect_observer(peer: str, peers: str | Path | None = None) -> Worker:
+    """An attached observer connection to the named station (a refusal is a UserError)."""
+    from hoi4_arena.cluster.station import open_peer
+
+    client = open_peer(peer, peers, observer=True)
+    try:
+        client.attach()
+    except BaseException:
+        client.close()
+        raise
+    return client
 
 
 # --- the watcher: frames, ARENA state and telemetry into the feed --------------------------------------
@@ -575,17 +589,7 @@ def run_live(config: LiveConfig) -> dict[str, Any]:
     local_worker: LockedWorker | None = None
     generation: Callable[[], int] = lambda: 0  # noqa: E731
     if config.peer is not None:
-        from hoi4_arena.cluster.station import open_peer
-
-        def connect() -> Worker:
-            client = open_peer(config.peer, config.peers, observer=True)
-            try:
-                client.attach()
-            except BaseException:
-                client.close()
-                raise
-            return client
-
+        connect = functools.partial(connect_observer, config.peer, config.peers)
     elif config.game == "sim":
         games = LocalGames(config, feed)
         connect, generation = games.connect, games.generation
@@ -621,9 +625,9 @@ def run_live(config: LiveConfig) -> dict[str, Any]:
             while not config.seconds or time.monotonic() - started < config.seconds:
                 time.sleep(0.2)
     finally:
+        watcher.stop()  # first: the page keeps the last state it saw of a running game
         if games is not None:
             games.stop()
-        watcher.stop()
         server.stop()
         if local_worker is not None:
             local_worker.worker.close()
