@@ -203,3 +203,30 @@ def test_the_ppo_stage_is_a_setting_only_when_asked_for(tmp_path: Path, monkeypa
         ("learned", "bc", "river:7"),
         ("fine-tuned", "ppo", "river:7"),
     ]
+
+
+def test_a_ppo_stage_can_be_added_to_a_finished_run(tmp_path: Path) -> None:
+    """--rl-updates on a run made without it keeps its stages but the evaluation (which then plays the
+    fine-tuned policy too); any other change, or changing the updates of a run that has the stage, is
+    refused."""
+    out = tmp_path / "q"
+    state = RunState.open(QuickstartConfig(out=out))
+    state.stages = {
+        "demonstrations": {"games": 96},
+        "baselines": {},
+        "training": {"steps": 3000},
+        "evaluation": {},
+    }
+    state.save(out)
+    added = RunState.open(QuickstartConfig(out=out, rl_updates=5))
+    assert sorted(added.stages) == ["baselines", "demonstrations", "training"]
+    assert added.settings["rl_updates"] == 5
+    assert RunState.open(QuickstartConfig(out=out, rl_updates=5)).settings["rl_updates"] == 5
+    with pytest.raises(UserError, match="other settings"):
+        RunState.open(QuickstartConfig(out=out, rl_updates=6))
+    with pytest.raises(UserError, match="other settings"):
+        RunState.open(QuickstartConfig(out=out))
+    other = tmp_path / "other"
+    RunState.open(QuickstartConfig(out=other))
+    with pytest.raises(UserError, match="other settings"):
+        RunState.open(QuickstartConfig(out=other, rl_updates=5, games=10))

@@ -262,6 +262,13 @@ class RunState:
             state = cls(**json.loads(path.read_text()))
         except (ValueError, TypeError) as error:
             raise UserError(f"{path} is damaged ({error}); start in a new folder") from None
+        if state.settings != config.settings() and _adds_ppo_stage(state.settings, config):
+            # The stages before fine-tuning do not depend on it: they are kept; the evaluation runs again
+            # (the learned policy's games are done and skipped, the fine-tuned one's are played).
+            stderr.print(f"  adding {config.rl_updates} PPO updates to the run in {config.out}")
+            state.settings = config.settings()
+            state.stages.pop("evaluation", None)
+            state.save(config.out)
         if state.settings != config.settings():
             changed = sorted(k for k in config.settings() if state.settings.get(k) != config.settings()[k])
             raise UserError(
@@ -269,6 +276,12 @@ class RunState:
                 "run it with the same settings to resume, or choose a new folder"
             )
         return state
+
+
+def _adds_ppo_stage(saved: dict[str, Any], config: QuickstartConfig) -> bool:
+    """Whether `config` is the saved run's settings with a PPO stage added (a run that had none)."""
+    added = {**saved, "rl_updates": config.rl_updates}
+    return bool(config.rl_updates) and "rl_updates" not in saved and added == config.settings()
 
 
 # --- the stages ---------------------------------------------------------------------------------------
