@@ -328,7 +328,10 @@ def live_command(config: LiveConfig) -> None:
     from hoi4_arena.cluster.live import run_live
     from hoi4_arena.terminal import print_json
 
-    print_json(run_live(config))
+    result = run_live(config)
+    print_json(result)
+    if "error" in result:  # a game it played failed (the page showed why)
+        raise typer.Exit(1)
 
 
 # --- maps and the simulator's world -------------------------------------------------------------

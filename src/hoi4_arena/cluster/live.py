@@ -376,10 +376,6 @@ class LocalGames:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
-    @property
-    def done(self) -> bool:
-        return self._thread is not None and not self._thread.is_alive()
-
     def _run(self) -> None:
         try:
             for index in range(self.config.games):
