@@ -257,7 +257,8 @@ def test_the_page_in_headless_chromium_shows_frames_and_the_day_advancing(tmp_pa
         assert browser.evaluate("document.title").startswith("day ")
         tokens = browser.evaluate("document.getElementById('tokens').textContent")
         assert tokens.startswith("decision ") and len(tokens.splitlines()) == 9  # header and 8 slots
-        assert "host CPU" in browser.evaluate("document.getElementById('telemetry').textContent")
+        telemetry = "document.getElementById('telemetry').textContent"
+        assert wait_for(lambda: "host CPU" in browser.evaluate(telemetry), 30, 0.3)  # sampled once a second
         shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
         folder = Path(os.environ.get("HOI4_ARENA_SCREENSHOTS", tmp_path))
         folder.mkdir(parents=True, exist_ok=True)
