@@ -335,3 +335,29 @@ def test_the_watcher_watches_a_station_as_an_observer(tmp_path: Path) -> None:
         finally:
             watcher.stop()
         assert station.connections["accepted"] >= 1 and game.telemetry()["applied"] == 0
+
+
+def test_a_checkpoint_plays_and_its_tokens_reach_the_feed(tmp_path: Path) -> None:
+    from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
+
+    tiny = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, hidden=48, head_dim=48, position_dim=16)
+    checkpoint = save_checkpoint(tmp_path / "tiny.pt", Policy(PolicyConfig(layout="cpu", **tiny)))
+    with pytest.raises(UserError, match="does not exist"):
+        LocalGames(config(checkpoint=str(tmp_path / "missing.pt")), Feed("test"))
+    feed = Feed("test")
+    games = LocalGames(config(checkpoint=str(checkpoint), pace=4.0), feed)
+    watcher = Watcher(games.connect, feed, fps=5, generation=games.generation)
+    games.start()
+    watcher.start()
+    try:
+        state = lambda: feed.snapshot()[3]  # noqa: E731
+        assert wait_for(
+            lambda: (state()["tokens"] or {}).get("decision", 0) >= 3 and state()["arena"].get("day")
+        )
+        tokens = state()["tokens"]
+        assert tokens["side"] == "BLU" and len(tokens["names"]) == 8
+        assert state()["arena"]["sides"]["BLU"]["player"] == "policy"
+    finally:
+        watcher.stop()
+        games.stop()
+    assert games.error is None
