@@ -361,3 +361,29 @@ def test_a_checkpoint_plays_and_its_tokens_reach_the_feed(tmp_path: Path) -> Non
         watcher.stop()
         games.stop()
     assert games.error is None
+
+
+@pytest.mark.x11
+def test_a_window_games_frames_day_and_separate_process_reach_the_feed(sim_window) -> None:
+    # The simulator in a window under Xvfb, running (AI on both sides, speed 5: a game day a second),
+    # watched through the X11 worker as `live --game x11` watches it: an in-process observer connection.
+    window = sim_window("--size", "640x360", "--ai", "both", "--speed", "5", "--declarer", "BLU", "--no-news")
+    feed = Feed("game x11")
+    watcher = Watcher(lambda: _attached(observer_client(LockedWorker(window.worker))), feed, fps=5).start()
+    try:
+        day = lambda: feed.snapshot()[3]["arena"].get("day")  # noqa: E731
+        assert wait_for(lambda: day() is not None and "telemetry" in feed.snapshot()[3])
+        first = day()
+        assert wait_for(lambda: day() > first), "the window's game day did not advance on the feed"
+        frames, jpeg, _, state = feed.snapshot()
+        assert frames >= 2 and jpeg.startswith(b"\xff\xd8")
+        game = state["telemetry"]["game"]
+        assert game["pid"] == window.process.pid and game["in_process"] is False and game["rss_mb"] > 10
+    finally:
+        watcher.stop()
+    assert window.worker.status()["armed"] is None
+
+
+def _attached(client):
+    client.attach()
+    return client
