@@ -357,7 +357,8 @@ class LocalGames:
         with self._lock:
             worker = self._current
         if worker is None:
-            raise WorkerError("no_game", "no game is running")
+            over = self._thread is not None and not self._thread.is_alive()
+            raise WorkerError("no_game", "the games are over" if over else "no game is running yet")
         client = observer_client(worker)
         try:
             client.attach()
