@@ -32,6 +32,7 @@ from hoi4_arena.screen.protocol import (
     serve_socket,
     spawn_stdio_worker,
 )
+from hoi4_arena.screen.safety import InputGuard
 from hoi4_arena.screen.views import compute_views, crop_regions
 from hoi4_arena.screen.worker import ARM_MODES, Capture, CaptureRequest, Worker, WorkerError
 
@@ -427,6 +428,39 @@ def test_observer_may_only_watch() -> None:
     client.close()
     conn.thread.join(timeout=10)
     assert worker.closed == 0 and worker.held  # the observer closes its connection, not the worker
+
+
+class GuardedWorker(MemoryWorker):
+    """A worker whose every call feeds its input guard's watchdog, as the X11 worker's calls do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0
+        self.guard = InputGuard((270, 480), lambda keys, buttons: None, clock=lambda: self.now)
+
+    def status(self) -> dict:
+        self.guard.touch()
+        return super().status()
+
+
+def test_an_observer_never_feeds_the_watchdog() -> None:
+    """A watcher polling the worker must not keep a quiet driver's held keys alive: only the driving
+    connection's requests feed the watchdog."""
+    worker = GuardedWorker()
+    watcher, driver = Connection(worker, observer=True), Connection(worker)
+    watcher.client.attach()
+    driver.client.attach()
+    worker.now = 5_000_000_000
+    watcher.client.status()
+    assert worker.guard.last_request_ns == 0
+    driver.client.status()
+    assert worker.guard.last_request_ns == 5_000_000_000
+    worker.now = 9_000_000_000
+    watcher.client.status()
+    assert worker.guard.last_request_ns == 5_000_000_000
+    for conn in (watcher, driver):
+        conn.client.close()
+        conn.thread.join(timeout=10)
 
 
 def test_client_refuses_nan_before_sending(connection: Connection) -> None:

@@ -51,7 +51,14 @@ import numpy as np
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
-from hoi4_arena.screen.worker import ARM_MODES, Capture, CaptureRequest, Worker, WorkerError
+from hoi4_arena.screen.worker import (
+    ARM_MODES,
+    Capture,
+    CaptureRequest,
+    Worker,
+    WorkerError,
+    observer_requests,
+)
 
 log = logging.getLogger(__name__)
 
@@ -468,7 +475,8 @@ class _Session:
             )
         params = {k: v for k, v in header.items() if k not in ("op", "id", "bytes", "arrays")}
         try:
-            result, reply_arrays = getattr(self, f"op_{op}")(params)
+            with observer_requests() if self.observer else contextlib.nullcontext():
+                result, reply_arrays = getattr(self, f"op_{op}")(params)
         except WorkerError as error:
             fatal = getattr(error, "fatal", False) or (op == "attach" and self.authorize is not None)
             return _error(request_id, error.code, error.message), None, fatal

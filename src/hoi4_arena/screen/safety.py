@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from hoi4_arena.screen.events import KEY_NAMES, MATCH_KEYS, SETUP_KEYS, InputEvent
-from hoi4_arena.screen.worker import ARM_MODES, WorkerError
+from hoi4_arena.screen.worker import ARM_MODES, WorkerError, asked_by_observer
 
 ALLOWED_KEYS: dict[str, frozenset[int]] = {"match": frozenset(MATCH_KEYS), "setup": frozenset(SETUP_KEYS)}
 
@@ -109,7 +109,9 @@ class InputGuard:
     # --- requests and modes ----------------------------------------------------------------------
 
     def touch(self) -> None:
-        """A request arrived: feed the watchdog."""
+        """A request arrived: feed the watchdog (an observer's request does not: it holds nothing)."""
+        if asked_by_observer():
+            return
         with self.lock:
             self.last_request_ns = self._clock()
 

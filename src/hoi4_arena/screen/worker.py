@@ -18,6 +18,9 @@ The clock is the worker's: `now_ns` is virtual time for the simulator and monoto
 from __future__ import annotations
 
 import abc
+import contextlib
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,6 +30,27 @@ from hoi4_arena.screen.events import InputEvent
 
 ArmMode = Literal["setup", "match"]
 ARM_MODES = ("setup", "match")
+
+
+_asking = threading.local()
+
+
+@contextlib.contextmanager
+def observer_requests() -> Iterator[None]:
+    """Worker calls made inside (on this thread) are a read-only observer's: they read the game but do
+    not feed the input watchdog, so a watcher polling a station can never keep a quiet driver's held
+    keys alive (screen/protocol.py wraps every observer request in it)."""
+    before = getattr(_asking, "observer", False)
+    _asking.observer = True
+    try:
+        yield
+    finally:
+        _asking.observer = before
+
+
+def asked_by_observer() -> bool:
+    """Whether the worker call under way on this thread is an observer's (`observer_requests`)."""
+    return getattr(_asking, "observer", False)
 
 
 @dataclass
