@@ -284,3 +284,23 @@ def test_a_bad_checkpoint_is_a_message_and_exit_2(
     )
     assert code == 2 and "--size" in err
     assert not any((tmp_path / name).exists() for name in "abc")
+
+
+def test_the_same_weights_name_their_sessions_the_same_whatever_the_files_provenance(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    """Two checkpoint files of the same weights written at other times and places (their bytes differ)
+    play the same games under the same session names; other weights get other names."""
+    from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint
+
+    loaded = load_checkpoint(tiny_checkpoint)
+    again = save_checkpoint(tmp_path / "again.pt", loaded.policy, provenance=Provenance(data="elsewhere"))
+    assert again.read_bytes() != tiny_checkpoint.read_bytes()
+    with torch.no_grad():
+        next(loaded.policy.parameters()).add_(1.0)
+    other = save_checkpoint(tmp_path / "other.pt", loaded.policy)
+    names = {}
+    for name, path in (("first", tiny_checkpoint), ("again", again), ("other", other)):
+        run_play_policy(config(path, tmp_path / name, games=1, max_days=1, name="learned"))
+        names[name] = [row["session"] for row in rows_of(tmp_path / name)]
+    assert names["first"] == names["again"] != names["other"]

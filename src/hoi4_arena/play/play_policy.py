@@ -345,9 +345,15 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         torch.set_num_threads(config.threads)
     policy, identity = make_player(config)
     settings = _run_settings(config, identity)
-    # The run's id names its sessions: a checkpoint is known by its bytes (sha256), not by its path, so the
-    # same run in another folder names its sessions the same.
-    named = {k: v for k, v in settings.items() if not (k == "checkpoint" and "sha256" in settings)}
+    # The run's id names its sessions: a checkpoint is known by its weights (their sha256), not by its path
+    # or its file's provenance (when and where it was written), so the same run in another folder, or the
+    # same weights trained again, name their sessions the same.
+    named = dict(settings)
+    if "sha256" in settings:
+        from hoi4_arena.models.checkpoint import weights_sha256
+
+        del named["checkpoint"], named["sha256"]
+        named["weights_sha256"] = weights_sha256(policy.policy.state_dict())
     run_id = hashlib.sha256(json.dumps(named, sort_keys=True).encode()).hexdigest()[:6]
     per_game = math.ceil(config.max_days * decisions_per_day(config.speed))
     limits = RunLimits(
