@@ -305,6 +305,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # worker under xdist's --dist loadgroup, so each module builds it once; the rest spread freely.
     if not config.pluginmanager.hasplugin("xdist"):
         return
+    # Modules with slow tests first (each module's tests kept together and in order): xdist hands out
+    # work in this order, so the longest tests start at once instead of running alone at the end.
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
