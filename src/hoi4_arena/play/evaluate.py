@@ -57,8 +57,8 @@ class EvaluateConfig:
     seed: int = 0
     """The first seed: pair k plays seed + k."""
     size: tuple[int, int] = (540, 960)
-    """The game's screen (height, width), 16:9; the scripted player's calibration ships for 960x540 and
-    1920x1080."""
+    """The game's screen, WIDTHxHEIGHT on the command line (16:9); the scripted player's calibration
+    ships for 960x540 and 1920x1080."""
     speed: int = 5
     """Game speed 1..5 of the matches."""
     max_days: int = 365

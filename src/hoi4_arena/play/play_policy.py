@@ -103,7 +103,7 @@ class PlayConfig:
     game: str = "sim"
     """sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb, real time."""
     size: tuple[int, int] = (540, 960)
-    """The game's screen (height, width), 16:9 (--size 960x540)."""
+    """The game's screen, WIDTHxHEIGHT on the command line (16:9, e.g. 960x540)."""
     speed: int = 5
     """Game speed 1..5 of the match (5: about a game day per second)."""
     max_days: int = 365

@@ -88,7 +88,8 @@ class RecordAIConfig:
     game: str = "sim"
     """sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb, real time."""
     size: tuple[int, int] = (540, 960)
-    """The game's screen (height, width); the simulator's calibration ships for 960x540 and 1920x1080."""
+    """The game's screen, WIDTHxHEIGHT on the command line; the simulator's calibration ships for 960x540
+    and 1920x1080."""
     codec: str = "x264"
     """Session video: x264 (CRF 18, 4:4:4) or ffv1 (lossless)."""
     hz: int = 5

@@ -91,7 +91,7 @@ class PPOConfig:
     ai_strength: tuple[float, float] = (0.5, 0.5)
     """The game's AI strength drawn from LOW-HIGH (0..1)."""
     size: tuple[int, int] = (360, 640)
-    """The games' screen (height, width), 16:9."""
+    """The games' screen, WIDTHxHEIGHT on the command line (16:9)."""
     speed: int = 5
     """Game speed 1..5."""
     max_days: int = 60
