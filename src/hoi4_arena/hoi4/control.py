@@ -43,6 +43,9 @@ STEAM_APP_ID = "394360"
 WINDOW_NAME = "Hearts of Iron IV"
 STATE_FILE = "hoi4-arena-control.json"
 ACTIONS = ("launch", "quit", "report", "saves")
+GAMES = ("hoi4", "sim")
+SIM_WINDOW = "hoi4-arena sim"  # the simulator window's default title
+SIM_SAVE_SUFFIX = ".simsave"
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,9 @@ class ControlConfig:
     userdir: Path | None = None
     """HOI4's user folder (default: ~/.local/share/Paradox Interactive/Hearts of Iron IV)."""
     save: str | None = None
-    """saves: show this save game (a name in `save games/`, with or without .hoi4)."""
+    """saves: show this save game (a name in `save games/`, with or without .hoi4); sim: launch from it too."""
+    game: str = "hoi4"
+    """hoi4, or sim: the simulator's window, its user folder (default ~/.local/share/hoi4-arena/sim) and its saves (.simsave)."""
     wait_s: float = 180.0
     """launch: seconds to wait for the game's window; quit: seconds to wait for it to exit."""
     home: Path = field(default_factory=Path.home)
@@ -69,6 +74,8 @@ class ControlConfig:
             raise UserError(f"control ACTION is one of {', '.join(ACTIONS)}, not {self.action!r}")
         if self.wait_s <= 0:
             raise UserError(f"--wait must be positive, not {self.wait_s}")
+        if self.game not in GAMES:
+            raise UserError(f"--game is one of {', '.join(GAMES)}, not {self.game!r}")
 
 
 # --- where things are -----------------------------------------------------------------------------
@@ -120,6 +127,8 @@ def find_game(config: ControlConfig) -> Path:
 def user_dir(config: ControlConfig) -> Path:
     if config.userdir:
         return Path(config.userdir)
+    if config.game == "sim":
+        return config.home / ".local" / "share" / "hoi4-arena" / "sim"
     if os.environ.get("HOI4_USER_DIR"):
         return Path(os.environ["HOI4_USER_DIR"])
     return default_user_dir(config.home)
@@ -391,6 +400,126 @@ def saves(config: ControlConfig) -> dict[str, Any]:
     return out
 
 
+# --- the simulator (--game sim) ---------------------------------------------------------------------
+
+
+def sim_saves(config: ControlConfig) -> dict[str, Any]:
+    """The simulator's saves in `<userdir>/save games/`, each with what its checked header says (a
+    damaged save or one of another version is listed with the reason it cannot be loaded)."""
+    from hoi4_arena.sim.save import describe
+
+    folder = user_dir(config) / "save games"
+    found = (
+        sorted(folder.glob(f"*{SIM_SAVE_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if folder.is_dir()
+        else []
+    )
+    listing = []
+    for path in found:
+        row: dict[str, Any] = {
+            "name": path.stem,
+            "bytes": path.stat().st_size,
+            "modified": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(path.stat().st_mtime)),
+        }
+        try:
+            header = describe(path)
+        except UserError as error:
+            row["error"] = str(error)
+        else:
+            keys = ("preset", "map_seed", "seed", "player", "date", "hour", "over", "note")
+            row.update({key: header.get(key) for key in keys})
+        listing.append(row)
+    out: dict[str, Any] = {"folder": str(folder), "saves": listing}
+    if config.save:
+        path = sim_save_path(config)
+        match = next(s for s in listing if s["name"] == path.stem)
+        out["save"] = {
+            **match,
+            "path": str(path),
+            "load": f"hoi4-arena control launch --game sim --save {path.stem}",
+        }
+    return out
+
+
+def sim_save_path(config: ControlConfig) -> Path:
+    """The save `--save` names: a name in `<userdir>/save games/` (with or without .simsave)."""
+    folder = user_dir(config) / "save games"
+    name = str(config.save).removesuffix(SIM_SAVE_SUFFIX)
+    path = folder / f"{name}{SIM_SAVE_SUFFIX}"
+    if not path.is_file():
+        known = ", ".join(p.stem for p in sorted(folder.glob(f"*{SIM_SAVE_SUFFIX}"))[:10]) or "none"
+        raise UserError(f"no simulator save {name!r} in {folder} (saves there: {known})")
+    return path
+
+
+def sim_launch(config: ControlConfig) -> dict[str, Any]:
+    """Open the simulator's window (`hoi4-arena sim`) in its own process, from `--save` when given
+    (checked first: a damaged save is refused here, not in the window), and wait for the window."""
+    import sys
+
+    userdir = user_dir(config)
+    userdir.mkdir(parents=True, exist_ok=True)
+    state = _state(userdir)
+    if state and _alive(state["pid"], Path(state["binary"])):
+        raise UserError(
+            f"the simulator already runs as process {state['pid']} (hoi4-arena control quit --game sim ends it)"
+        )
+    command = [sys.executable, "-m", "hoi4_arena.cli", "sim", "--userdir", str(userdir)]
+    save = None
+    if config.save:
+        from hoi4_arena.sim.save import describe
+
+        save = sim_save_path(config)
+        describe(save)  # refused now, with its reason, when damaged or of another version
+        command += ["--save", str(save)]
+    (userdir / "logs").mkdir(exist_ok=True)
+    with open(userdir / "logs" / "hoi4-arena-launch.log", "ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    record = {"pid": process.pid, "binary": sys.executable, "command": command, "started": time.time()}
+    (userdir / STATE_FILE).write_text(json.dumps(record), encoding="utf-8")
+    deadline = time.monotonic() + config.wait_s
+    window = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise UserError(
+                f"the simulator exited with status {process.returncode} before its window appeared; "
+                f"see {userdir / 'logs' / 'hoi4-arena-launch.log'}"
+            )
+        window = find_window(process.pid, SIM_WINDOW)
+        if window:
+            break
+        time.sleep(0.2)
+    if window is None:
+        raise UserError(
+            f"the simulator (process {process.pid}) showed no window within {config.wait_s:g} s on DISPLAY="
+            f"{os.environ.get('DISPLAY', '(unset)')}; it still runs (control quit --game sim ends it)"
+        )
+    return {
+        "launched": True,
+        "pid": process.pid,
+        "window": window,
+        "save": str(save) if save else None,
+        "command": command,
+    }
+
+
+def sim_report(config: ControlConfig) -> dict[str, Any]:
+    userdir = user_dir(config)
+    state = _state(userdir)
+    running = bool(state and _alive(state["pid"], Path(state["binary"])))
+    return {
+        "game": "sim",
+        "userdir": str(userdir),
+        "running": running,
+        "pid": state["pid"] if running else None,
+        "window": find_window(state["pid"], SIM_WINDOW) if running else None,
+        "game_log_tail": _tail(userdir / "logs" / "game.log"),
+    }
+
+
 def control(config: ControlConfig) -> dict[str, Any]:
-    """The control command: one of launch, quit, report, saves."""
+    """The control command: one of launch, quit, report, saves (of HOI4, or of the simulator)."""
+    if config.game == "sim":
+        actions = {"launch": sim_launch, "quit": quit_game, "report": sim_report, "saves": sim_saves}
+        return actions[config.action](config)
     return {"launch": launch, "quit": quit_game, "report": report, "saves": saves}[config.action](config)

@@ -24,7 +24,9 @@ drives the X11 worker, but a 200 ms decision costs only the compute of one game 
   native regions, the pointer, focus and the virtual time; `game_log(offset)` returns the game's ARENA
   lines with game.log's byte offsets; `pointer_image` is the game's cursor sprite;
 - `state()` and `game`, outside the interface, give training and tests the world and UI state. A
-  policy must never read them.
+  policy must never read them;
+- `save(path)` writes the game and the worker's input state to a simulator save (`sim/save.py`), and
+  `SimWorker(save=path)` goes on from one, exactly (make-ladder's rungs are such saves).
 
 It serves over stdio like any worker:
 
@@ -88,7 +90,9 @@ class SimWorker(Worker):
     `arena`, `seed`, `size` (height, width), `player`, `speed` and `userdir` are the game's; `ai` maps the
     sides the game's AI plays to its strength (default: the player's enemy at 0.5); `layout` is the view
     layout of captures; every other keyword (declarer, news, events, start_paused, max_days, player_kind,
-    cache) goes to `SimGame` as is.
+    cache) goes to `SimGame` as is. `save`: a simulator save (`sim/save.py`, written by `save`) to go on
+    from instead of a new game; the game's settings are then the save's (`layout`, `userdir` and
+    `safety` still apply) and the worker's input state is the saved worker's.
     """
 
     def __init__(
@@ -103,20 +107,41 @@ class SimWorker(Worker):
         userdir: str | Path | None = None,
         *,
         safety: SafetyConfig | None = None,
+        save: str | Path | None = None,
         **game_options: Any,
     ) -> None:
         self._layout = _layout(layout)
-        if not isinstance(size, tuple | list) or len(size) != 2:
-            raise UserError(f"size must be (height, width), not {size!r}")
-        if player not in TAGS:
-            raise UserError(f"player must be one of {', '.join(TAGS)}, not {player!r}")
-        if ai is None:
-            ai = {other_tag(player): 0.5}
-        if not isinstance(ai, dict):
-            raise UserError(f"ai must map sides to strengths, e.g. {{'RED': 0.5}}, not {ai!r}")
-        self.game = SimGame(
-            arena, seed, size=tuple(size), player=player, ai=ai, speed=speed, userdir=userdir, **game_options
-        )
+        saved: dict[str, Any] = {}
+        if save is not None:
+            # The game (and this worker's input state) as saved; the game's own settings are the save's.
+            from hoi4_arena.sim.save import load_state
+
+            if game_options:
+                raise UserError(
+                    f"a game restored from a save takes no game options ({', '.join(game_options)})"
+                )
+            game, extra, _ = load_state(save, userdir)
+            self.game = game
+            saved = extra.get("worker", {})
+        else:
+            if not isinstance(size, tuple | list) or len(size) != 2:
+                raise UserError(f"size must be (height, width), not {size!r}")
+            if player not in TAGS:
+                raise UserError(f"player must be one of {', '.join(TAGS)}, not {player!r}")
+            if ai is None:
+                ai = {other_tag(player): 0.5}
+            if not isinstance(ai, dict):
+                raise UserError(f"ai must map sides to strengths, e.g. {{'RED': 0.5}}, not {ai!r}")
+            self.game = SimGame(
+                arena,
+                seed,
+                size=tuple(size),
+                player=player,
+                ai=ai,
+                speed=speed,
+                userdir=userdir,
+                **game_options,
+            )
         """The game itself, for training and tests only (a policy never reads it)."""
         try:
             self._layout.check_screen(self.game.size)
@@ -135,6 +160,8 @@ class SimWorker(Worker):
         """The last events fed to the game, with their virtual times (for telemetry and tests)."""
         self._counts = {"captures": 0, "applied": 0, "dropped": 0}
         self._closed = False
+        if saved:
+            self._restore_input(saved)
 
     # --- Worker: attach, status, focus ------------------------------------------------------------
 
@@ -326,6 +353,37 @@ class SimWorker(Worker):
     def state(self) -> dict[str, Any]:
         """The world's snapshot and the interface's state (training and tests only; not a Worker op)."""
         return self.game.state()
+
+    def save(self, path: str | Path, **note: Any) -> dict[str, Any]:
+        """Save the game and this worker's input state (queued timed events, held keys and buttons, the
+        guard's mode and watchdog time) to `path` (`sim/save.py`); `SimWorker(save=path)` restores it.
+        Not a Worker op: for tools that make saves (make-ladder) and tests. Returns the save's header."""
+        self._check_open()
+        from hoi4_arena.sim.save import describe, write_save
+
+        guard = self.guard
+        worker = {
+            "pending": list(self._pending),
+            "pending_ns": self._pending_ns,
+            "guard": {
+                "mode": guard.mode,
+                "stopped": guard.stopped,
+                "stop_reason": guard.stop_reason,
+                "keys": guard.held_keys,
+                "buttons": guard.held_buttons,
+                "last_request_ns": guard.last_request_ns,
+            },
+        }
+        return describe(write_save(self.game, path, extra={"worker": worker}, **note))
+
+    def _restore_input(self, saved: dict[str, Any]) -> None:
+        self._pending.extend(saved["pending"])
+        self._pending_ns = saved["pending_ns"]
+        guard, state = self.guard, saved["guard"]
+        guard.mode, guard.stopped, guard.stop_reason = state["mode"], state["stopped"], state["stop_reason"]
+        guard._keys = dict.fromkeys(state["keys"])
+        guard._buttons = dict.fromkeys(state["buttons"])
+        guard.last_request_ns = state["last_request_ns"]
 
     def close(self) -> None:
         """Release what is held (into the game), then close the game and its log. Safe to call twice."""

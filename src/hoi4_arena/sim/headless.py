@@ -84,6 +84,8 @@ class SimGame:
         ai = {"RED": 0.5} if ai is None else dict(ai)
         self._check(seed, size, player, ai, declarer, speed, player_kind)
         self.arena = arena_of(arena)
+        self.arena_spec = str(arena) if isinstance(arena, str | Path) else None
+        """The spec the map was made from (a save names a preset's map by it instead of copying it)."""
         self.seed = int(seed)
         self.size = (int(size[0]), int(size[1]))
         self._tmp = tempfile.TemporaryDirectory(prefix="hoi4-arena-sim-") if userdir is None else None

@@ -59,6 +59,8 @@ class WindowConfig:
     """Time limit in game days (a draw when reached)."""
     title: str = "hoi4-arena sim"
     """The window's title (the X11 worker finds the window by it)."""
+    save: Path | None = None
+    """Go on from this simulator save (.simsave); the game's settings, its size included, are the save's."""
 
     def __post_init__(self) -> None:
         # Here, not at the top: the command line builds its options from this config without numpy.
@@ -164,7 +166,13 @@ def run_window(config: WindowConfig) -> dict:
     from hoi4_arena.sim.cursor import cursor_sprite
     from hoi4_arena.sim.headless import SimGame
 
-    game = SimGame(
+    if config.save is not None:
+        from hoi4_arena.sim.save import load_game
+
+        game = load_game(config.save, config.userdir)
+    else:
+        game = None
+    game = game or SimGame(
         config.arena_spec,
         config.seed,
         size=config.size,
@@ -181,7 +189,7 @@ def run_window(config: WindowConfig) -> dict:
     )
     try:
         pygame.display.init()
-        h, w = config.size
+        h, w = game.size  # a save's size when restored from one
         screen = pygame.display.set_mode((w, h))
     except pygame.error as error:
         game.close()
