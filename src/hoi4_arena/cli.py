@@ -445,16 +445,23 @@ def control_command(
         Path | None,
         typer.Option("--userdir", help="HOI4's user folder (default: ~/.local/share/Paradox Interactive)."),
     ] = None,
-    save: Annotated[str | None, typer.Option("--save", help="saves: show this save game.")] = None,
+    save: Annotated[
+        str | None, typer.Option("--save", help="saves: show this save game; --game sim: launch from it.")
+    ] = None,
     wait: Annotated[
         float, typer.Option("--wait", help="Seconds to wait for the window (launch) or the exit (quit).")
     ] = 180.0,
+    game: Annotated[
+        str, typer.Option("--game", help="hoi4, or sim: the simulator's window and its saves (.simsave).")
+    ] = "hoi4",
 ) -> None:
     """HOI4 on Linux: launch it with a mod (launcher skipped), quit it, report on it, list its saves."""
     from hoi4_arena.hoi4.control import ControlConfig, control
     from hoi4_arena.terminal import print_json
 
-    config = ControlConfig(action=action, mod=mod, game_dir=game_dir, userdir=userdir, save=save, wait_s=wait)
+    config = ControlConfig(
+        action=action, mod=mod, game_dir=game_dir, userdir=userdir, save=save, wait_s=wait, game=game
+    )
     print_json(control(config))
 
 
@@ -888,6 +895,25 @@ def record_ai_command(config: Any) -> None:
     print_json(summary)
     if summary["interrupted"]:
         raise typer.Exit(130)
+
+
+@app.command("make-ladder", rich_help_panel="Record")
+@from_config(
+    "hoi4_arena.play.ladder:LadderConfig",  # read from its source: the module imports the game
+    arguments=("out",),
+    options={"size": Opt(convert=SIZE)},
+)
+def make_ladder_command(config: Any) -> None:
+    """Rung saves S0..S3 of the simulator (game start .. only the offensive missing), made by the
+    scripted player on each preset, seed and side, each checked and listed in OUT/ladder.json."""
+    from hoi4_arena.play.ladder import make_ladder
+    from hoi4_arena.terminal import print_json, stderr
+
+    def progress(preset: str, seed: int, side: str) -> None:
+        stderr.print(f"rungs of {preset}:{seed} as {side} made", highlight=False)
+
+    ladder = make_ladder(config, progress)
+    print_json({k: ladder[k] for k in ("made", "missing")} | {"ladder": str(config.out / "ladder.json")})
 
 
 def main() -> None:
