@@ -142,6 +142,24 @@ def test_the_worker_saves_its_queued_input_and_goes_on_exactly(tmp_path: Path) -
         assert b.status() == expected_status
 
 
+def test_a_game_on_a_map_object_carries_its_map_in_the_save(tmp_path: Path) -> None:
+    from hoi4_arena.maps import generate
+
+    arena = generate("plains", 5)  # not a preset's cached map: it travels inside the save
+    steps = script(3, 40)
+    with SimGame(
+        arena, 5, size=SIZE, ai={"BLU": 0.5, "RED": 0.5}, declarer="BLU", start_paused=False
+    ) as game:
+        play(game, steps[:10])
+        simsave.write_save(game, tmp_path / "m.simsave")
+        expected = play(game, steps[10:])
+    assert simsave.describe(tmp_path / "m.simsave")["arena"] is None
+    with simsave.load_game(tmp_path / "m.simsave") as restored:
+        assert restored.arena is not arena and restored.world.arena is restored.arena
+        assert restored.ui.geo is restored.geo and restored.geo.arena is restored.arena
+        assert play(restored, steps[10:]) == expected
+
+
 def test_game_options_are_refused_with_a_save(tmp_path: Path) -> None:
     with new_game(tmp_path) as game:
         simsave.write_save(game, tmp_path / "g.simsave")
