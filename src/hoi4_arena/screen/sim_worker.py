@@ -381,8 +381,11 @@ class SimWorker(Worker):
         self._pending_ns = saved["pending_ns"]
         guard, state = self.guard, saved["guard"]
         guard.mode, guard.stopped, guard.stop_reason = state["mode"], state["stopped"], state["stop_reason"]
-        guard._keys = dict.fromkeys(state["keys"])
-        guard._buttons = dict.fromkeys(state["buttons"])
+        now = self.game.now_ns
+        for key in state["keys"]:  # held in the order they went down: released in reverse, as before
+            guard.note(InputEvent(now, "key_down", key=key))
+        for button in state["buttons"]:
+            guard.note(InputEvent(now, "button_down", button=button))
         guard.last_request_ns = state["last_request_ns"]
 
     def close(self) -> None:
