@@ -46,7 +46,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]
     write_marker_session(data / "train", seed=1, frames=120, session_id="train")
     write_marker_session(data / "held", seed=1, frames=120, session_id="held", split="val")
     out = data.parent / "idm"
-    summary = train_idm(config(data, out))
+    summary = train_idm(config(data, out, epochs=12, lr=6e-3))
     return data, out, summary
 
 
