@@ -247,6 +247,35 @@ def test_a_checksummed_payload_naming_foreign_code_is_refused(saved: Path) -> No
         simsave.load_game(saved)
 
 
+def _pickle_calling(module: str, name: str, *args: str) -> bytes:
+    """A payload that calls `module.name(*args)` when unpickled (a GLOBAL, its arguments, REDUCE)."""
+    call = b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+    arguments = b"(" + b"".join(b"V" + a.encode() + b"\n" for a in args) + b"t"
+    return b"\x80\x02" + call + arguments + b"R."
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "args"),
+    [
+        ("hoi4_arena.sim.save", "os", ()),  # a module the save module imports: os itself
+        ("hoi4_arena.sim.save", "write_save", ()),  # a function, not a class
+        ("builtins", "getattr", ("x", "y")),  # with any function it reaches globals
+        ("builtins", "eval", ("1",)),
+        ("numpy", "load", ("/etc/passwd",)),
+        ("collections", "__builtins__", ()),
+    ],
+)
+def test_a_save_may_name_classes_only_never_what_a_module_imports(
+    saved: Path, module: str, name: str, args: tuple
+) -> None:
+    header, _ = _split(saved)
+    payload = _pickle_calling(module, name, *args)
+    header.update(sha256=hashlib.sha256(payload).hexdigest(), bytes=len(payload))
+    _join(saved, header, payload)
+    with pytest.raises(UserError, match="may not name"):
+        simsave.load_game(saved)
+
+
 # --- control --game sim ---------------------------------------------------------------------------------
 
 

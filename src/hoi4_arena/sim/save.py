@@ -56,11 +56,28 @@ SUFFIX = ".simsave"
 MAX_HEADER = 64 * 1024
 # Not pickled: rebuilt on load (the user folder, the log file and its writer, the renderer's caches).
 _LEFT_OUT = ("_tmp", "userdir", "log_path", "_writer", "renderer")
-# What the payload may name when unpickled (module roots; builtins by name).
-_MODULES = ("hoi4_arena", "numpy", "collections", "random", "copyreg", "_codecs")
+# What the payload may name when unpickled: classes defined in these module trees (never a module, never
+# a name a module merely imports: `hoi4_arena.sim.save.os` would be os), the few functions pickle itself
+# rebuilds objects with, and plain builtins by name. No `getattr`: with any function it reaches globals.
+_MODULES = ("hoi4_arena", "numpy", "collections", "random")
+_FUNCTIONS = frozenset(
+    {
+        ("copyreg", "_reconstructor"),
+        ("_codecs", "encode"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+        ("numpy._core.numeric", "_frombuffer"),
+        ("numpy.core.numeric", "_frombuffer"),
+        ("numpy.random._pickle", "__bit_generator_ctor"),
+        ("numpy.random._pickle", "__generator_ctor"),
+        ("numpy.random._pickle", "__randomstate_ctor"),
+    }
+)
 _BUILTINS = frozenset(
     {"set", "frozenset", "dict", "list", "tuple", "object", "bytearray", "bytes", "complex", "slice"}
-    | {"range", "int", "float", "str", "bool", "getattr"}
+    | {"range", "int", "float", "str", "bool"}
 )
 _PLAIN = (str, int, float, bool, bytes, type(None))
 
@@ -110,9 +127,14 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unknown outside object {pid!r}")
 
     def find_class(self, module: str, name: str) -> Any:
-        root = module.split(".")[0]
-        if (module == "builtins" and name in _BUILTINS) or root in _MODULES:
+        if (module == "builtins" and name in _BUILTINS) or (module, name) in _FUNCTIONS:
             return super().find_class(module, name)
+        root = module.split(".")[0]
+        if root in _MODULES and "." not in name and not name.startswith("__"):
+            found = super().find_class(module, name)
+            owner = str(getattr(found, "__module__", "") or "")
+            if isinstance(found, type) and owner.split(".")[0] == root:
+                return found
         raise pickle.UnpicklingError(f"a simulator save may not name {module}.{name}")
 
 
