@@ -291,6 +291,10 @@ def sim_window(server: Xvfb, tmp_path: Path) -> Iterator[Callable[..., SimWindow
         window.stop()
 
 
+_SHARED_SESSION_FIXTURES = ("recorded_games", "marker_sessions", "good_mod")
+"""Session fixtures that take seconds to build (recorded games, encoded marker videos, a generated mod)."""
+
+
 def _shares_a_module_fixture(item: pytest.Item) -> bool:
     """Whether the test uses a module-scoped fixture (the X server and window, a trained policy, ...)."""
     info = getattr(item, "_fixtureinfo", None)
@@ -309,8 +313,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # work in this order, so the longest tests start at once instead of running alone at the end.
     slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_modules)
+    # Tests that share an expensive session fixture join one group too (xdist builds a session fixture
+    # once per worker that needs it); a module tied to two such groups joins them into one.
+    parent: dict[str, str] = {}
+
+    def find(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    keys_of: dict[int, list[str]] = {}
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
-        if item.get_closest_marker("x11") or _shares_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(str(item.path.relative_to(config.rootpath))))
+        keys = [f"session:{name}" for name in _SHARED_SESSION_FIXTURES if name in item.fixturenames]
+        if item.get_closest_marker("x11") or _shares_a_module_fixture(item) or keys:
+            keys.append(str(item.path.relative_to(config.rootpath)))
+        for key in keys[1:]:
+            parent[find(key)] = find(keys[0])
+        keys_of[id(item)] = keys
+    for item in items:
+        keys = keys_of.get(id(item))
+        if keys:
+            item.add_marker(pytest.mark.xdist_group(find(keys[0])))
