@@ -279,23 +279,13 @@ def launch(config: ControlConfig) -> dict[str, Any]:
         )
     record = {"pid": process.pid, "binary": str(binary), "command": command, "started": time.time()}
     (userdir / STATE_FILE).write_text(json.dumps(record), encoding="utf-8")
-    deadline = time.monotonic() + config.wait_s
-    window = None
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise UserError(
-                f"HOI4 exited with status {process.returncode} before its window appeared; "
-                f"see {userdir / 'logs' / 'hoi4-arena-launch.log'} and {userdir / 'logs' / 'error.log'}"
-            )
-        window = find_window(process.pid)
-        if window:
-            break
-        time.sleep(0.2)
-    if window is None:
-        raise UserError(
-            f"HOI4 (process {process.pid}) showed no window within {config.wait_s:g} s on DISPLAY="
-            f"{os.environ.get('DISPLAY', '(unset)')}; it still runs (control quit ends it)"
-        )
+    window = _await_window(
+        process,
+        config.wait_s,
+        "HOI4",
+        f"{userdir / 'logs' / 'hoi4-arena-launch.log'} and {userdir / 'logs' / 'error.log'}",
+        "control quit",
+    )
     return {
         "launched": True,
         "pid": process.pid,
@@ -303,6 +293,27 @@ def launch(config: ControlConfig) -> dict[str, Any]:
         "mod": str(installed) if installed else None,
         "command": command,
     }
+
+
+def _await_window(
+    process: subprocess.Popen, wait_s: float, what: str, logs: str, quit_hint: str, *title: str
+) -> Any:
+    """The launched game's window once it shows (found by `find_window(pid, *title)`); a UserError when the
+    process exits first (see `logs`) or no window shows within `wait_s` (it still runs: `quit_hint`)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise UserError(
+                f"{what} exited with status {process.returncode} before its window appeared; see {logs}"
+            )
+        window = find_window(process.pid, *title)
+        if window:
+            return window
+        time.sleep(0.2)
+    raise UserError(
+        f"{what} (process {process.pid}) showed no window within {wait_s:g} s on DISPLAY="
+        f"{os.environ.get('DISPLAY', '(unset)')}; it still runs ({quit_hint} ends it)"
+    )
 
 
 def quit_game(config: ControlConfig) -> dict[str, Any]:
@@ -477,23 +488,14 @@ def sim_launch(config: ControlConfig) -> dict[str, Any]:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     record = {"pid": process.pid, "binary": sys.executable, "command": command, "started": time.time()}
     (userdir / STATE_FILE).write_text(json.dumps(record), encoding="utf-8")
-    deadline = time.monotonic() + config.wait_s
-    window = None
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise UserError(
-                f"the simulator exited with status {process.returncode} before its window appeared; "
-                f"see {userdir / 'logs' / 'hoi4-arena-launch.log'}"
-            )
-        window = find_window(process.pid, SIM_WINDOW)
-        if window:
-            break
-        time.sleep(0.2)
-    if window is None:
-        raise UserError(
-            f"the simulator (process {process.pid}) showed no window within {config.wait_s:g} s on DISPLAY="
-            f"{os.environ.get('DISPLAY', '(unset)')}; it still runs (control quit --game sim ends it)"
-        )
+    window = _await_window(
+        process,
+        config.wait_s,
+        "the simulator",
+        str(userdir / "logs" / "hoi4-arena-launch.log"),
+        "control quit --game sim",
+        SIM_WINDOW,
+    )
     return {
         "launched": True,
         "pid": process.pid,
