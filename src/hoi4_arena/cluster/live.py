@@ -43,13 +43,13 @@ from typing import Any
 import numpy as np
 
 from hoi4_arena.cluster.live_page import PAGE
-from hoi4_arena.cluster.station import LockedWorker
+from hoi4_arena.cluster.station import LockedWorker, SocketClient
 from hoi4_arena.cluster.station_config import is_loopback, parse_listen
 from hoi4_arena.cluster.telemetry import Telemetry
 from hoi4_arena.cluster.watch_config import RANDOM, LiveConfig
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import ArenaState, GameLogError, parse_line, setup_milestones
-from hoi4_arena.screen.protocol import ProtocolClient, serve_socket
+from hoi4_arena.screen.protocol import serve_socket
 from hoi4_arena.screen.worker import CaptureRequest, Worker, WorkerError
 
 log = logging.getLogger(__name__)
@@ -139,22 +139,6 @@ def encode_jpeg(frame: np.ndarray, quality: int) -> bytes:
 
 
 # --- observer connections ------------------------------------------------------------------------------
-
-
-class SocketClient(ProtocolClient):
-    """A protocol client on a connected socket; `close` ends the connection and closes the socket."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        super().__init__(sock.makefile("rb"), sock.makefile("wb"))
-        self.sock = sock
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            for handle in (self._rfile, self._wfile, self.sock):
-                with contextlib.suppress(OSError):
-                    handle.close()
 
 
 def _serve_observer(worker: Worker, sock: socket.socket) -> None:

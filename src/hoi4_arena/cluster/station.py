@@ -293,20 +293,12 @@ def _family(host: str) -> socket.AddressFamily:
 # --- the client --------------------------------------------------------------------------------------
 
 
-class PeerClient(ProtocolClient):
-    """A `Worker` on a station over pinned TLS; `attach` sends the token (and `observer`)."""
+class SocketClient(ProtocolClient):
+    """A protocol client on a connected socket; `close` ends the connection and closes the socket."""
 
-    def __init__(self, sock: ssl.SSLSocket, token: str, observer: bool = False) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         super().__init__(sock.makefile("rb"), sock.makefile("wb"))
         self.sock = sock
-        self._token = token
-        self.observer = observer
-
-    def attach(self) -> dict:
-        self.info, _ = self.request(
-            "attach", protocol=PROTOCOL_VERSION, token=self._token, observer=self.observer
-        )
-        return self.info
 
     def close(self) -> None:
         try:
@@ -315,6 +307,21 @@ class PeerClient(ProtocolClient):
             for handle in (self._rfile, self._wfile, self.sock):
                 with contextlib.suppress(OSError):
                     handle.close()
+
+
+class PeerClient(SocketClient):
+    """A `Worker` on a station over pinned TLS; `attach` sends the token (and `observer`)."""
+
+    def __init__(self, sock: ssl.SSLSocket, token: str, observer: bool = False) -> None:
+        super().__init__(sock)
+        self._token = token
+        self.observer = observer
+
+    def attach(self) -> dict:
+        self.info, _ = self.request(
+            "attach", protocol=PROTOCOL_VERSION, token=self._token, observer=self.observer
+        )
+        return self.info
 
 
 def connect(
