@@ -245,3 +245,11 @@ def test_bad_opponent_settings_are_refused_with_one_message_each(tmp_path: Path,
     )
     assert result.exit_code != 0 and "unknown league member 'x'" in str(result.exception)
     assert not out.exists()
+    for opponent in ("ai", "self"):
+        with pytest.raises(UserError, match=f"need --opponent league.*--opponent {opponent}"):
+            _config(out, tiny, opponent=opponent, league_every=3)
+        with pytest.raises(UserError, match="need --opponent league"):
+            _config(out, tiny, opponent=opponent, league_mix={"current": 1})
+    result = CliRunner().invoke(app, ["train-ppo", str(out), "--league-mix", "ai=1"])
+    assert result.exit_code != 0 and "need --opponent league" in str(result.exception)
+    assert not out.exists()

@@ -19,6 +19,9 @@ OPPONENTS = ("ai", "self", "league")
 LEAGUE_MEMBERS = ("current", "recent", "old", "scripted", "ai")
 """Who a league game's other side is: the learner as it is now, the newest snapshot, an older one, the
 scripted player, the game's AI."""
+LEAGUE_EVERY = 10
+LEAGUE_MIX = (("current", 0.5), ("recent", 0.2), ("old", 0.1), ("ai", 0.2))
+"""The league's defaults: a snapshot every 10 updates; mostly the learner as it is now."""
 RESUMABLE_CHANGES = ("updates", "max_minutes", "save_every", "threads", "workers", "progress")
 """Settings a resumed run may change: they bound or pace the run, not what it computes (the serial and
 process modes give the same numbers; threads may change the last bits)."""
@@ -74,11 +77,9 @@ class PPOConfig:
     opponent: str = "ai"
     """The other side of every game: ai (the game's AI), self (the learner's own policy, on its own screen
     in the same world), league (drawn game by game from --league-mix)."""
-    league_every: int = 10
+    league_every: int = LEAGUE_EVERY
     """--opponent league: a frozen snapshot of the learner every K updates (the start is the first)."""
-    league_mix: dict[str, float] = field(
-        default_factory=lambda: {"current": 0.5, "recent": 0.2, "old": 0.1, "ai": 0.2}
-    )
+    league_mix: dict[str, float] = field(default_factory=lambda: dict(LEAGUE_MIX))
     """--opponent league: each member's probability (current, recent, old, scripted, ai), normalised;
     scripted needs a --size the scripted player is calibrated for (960x540, 1920x1080)."""
     reward: dict[str, float] = field(default_factory=dict)
@@ -174,6 +175,13 @@ class PPOConfig:
             raise UserError(
                 f"--opponent must be one of {', '.join(OPPONENTS)} (the game's AI, the learner itself, its "
                 f"league), not {self.opponent!r}"
+            )
+        if self.opponent != "league" and (
+            self.league_every != LEAGUE_EVERY or self.league_mix != parse_mix(dict(LEAGUE_MIX))
+        ):
+            raise UserError(
+                f"--league-every and --league-mix shape the league: they need --opponent league (this run "
+                f"plays --opponent {self.opponent})"
             )
         if self.speed not in range(1, 6):
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
