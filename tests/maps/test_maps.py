@@ -83,6 +83,20 @@ def test_generation_is_a_pure_function_of_preset_and_seed() -> None:
     a, b, c = generate("salient", 4), generate("salient", 4), generate("salient", 5)
     assert np.array_equal(a.raster, b.raster) and a.to_json() == b.to_json()
     assert not np.array_equal(a.raster, c.raster)
+    # The same map twice is kept once (drawn once), but each caller's copy is its own to change.
+    from hoi4_arena.maps.generate import _drawn
+
+    _drawn.cache_clear()
+    first = generate("salient", 4)
+    fresh = first.to_json()
+    first.raster[:] = 0
+    first.rivers.clear()
+    first.capitals["BLU"] = -1
+    again = generate("salient", 4)
+    assert _drawn.cache_info().hits == 1 and _drawn.cache_info().misses == 1
+    assert again.to_json() == fresh and np.array_equal(again.raster, a.raster)
+    with pytest.raises(UserError, match="whole number"):
+        generate("salient", True)
 
 
 def test_save_load_round_trip(tmp_path) -> None:

@@ -17,6 +17,8 @@ Try: python -m hoi4_arena.maps.generate river 3
 
 from __future__ import annotations
 
+import copy
+import functools
 import heapq
 import sys
 
@@ -356,11 +358,25 @@ def _railway(
 
 
 def generate(preset: str, seed: int = 0) -> ArenaMap:
-    """The arena map of `preset` drawn with `seed`: a pure function of the two."""
+    """The arena map of `preset` drawn with `seed`: a pure function of the two.
+
+    Drawing one takes about half a second, and a run asks for the same few maps again and again (each
+    game, each check of --arena), so the last `CACHED_MAPS` drawn are kept; every caller gets its own
+    copy, free to change."""
     if preset not in DESIGNS:
         raise UserError(f"unknown arena preset {preset!r}; choose one of {', '.join(PRESETS)}")
-    if not isinstance(seed, int) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise UserError(f"a map seed is a whole number >= 0, not {seed!r}")
+    return copy.deepcopy(_drawn(preset, int(seed)))
+
+
+CACHED_MAPS = 16
+"""Maps kept by `generate` in each process (about 4 MB each)."""
+
+
+@functools.lru_cache(maxsize=CACHED_MAPS)
+def _drawn(preset: str, seed: int) -> ArenaMap:
+    """`generate`'s work; its results are shared, so only `generate`'s copies leave this module."""
     design = DESIGNS[preset]
     rng = np.random.default_rng([PRESETS.index(preset), seed])
     raster = _sound_raster(design, rng)

@@ -92,8 +92,13 @@ class MapGeometry:
         cx = np.bincount(pid, weights=xs + 0.5, minlength=n + 1) / np.maximum(count, 1)
         cy = np.bincount(pid, weights=ys + 0.5, minlength=n + 1) / np.maximum(count, 1)
         d2 = (xs + 0.5 - cx[pid]) ** 2 + (ys + 0.5 - cy[pid]) ** 2
-        order = np.lexsort((land, d2, pid))  # per province, nearest first (ties: lowest pixel index)
-        first = order[np.r_[True, pid[order][1:] != pid[order][:-1]]]
+        # Per province its nearest pixel (ties: the lowest pixel index): the first pixel, in raster
+        # order, at the province's least distance.
+        nearest = np.full(n + 1, np.inf)
+        np.minimum.at(nearest, pid, d2)
+        candidates = np.flatnonzero(d2 == nearest[pid])
+        _, first_of = np.unique(pid[candidates], return_index=True)
+        first = candidates[first_of]
         anchors = np.zeros((n + 1, 2), dtype=np.float64)
         anchors[pid[first], 0] = xs[first] + 0.5
         anchors[pid[first], 1] = ys[first] + 0.5
