@@ -121,6 +121,8 @@ def test_an_ai_game_is_recorded_with_the_spectator_s_clicks(tmp_path: Path) -> N
         ({"game": "x11", "player": "ai"}, "headless only"),
         ({"size": (720, 1280)}, "sim_calibration --size 1280x720"),
         ({"arena": "atlantis"}, "atlantis"),
+        ({"arena": "plains,river:x"}, "the seed after ':' must be a whole number"),
+        ({"arena": "plains,"}, "one or more maps"),
     ],
 )
 def test_bad_settings_are_refused(tmp_path: Path, changes: dict, message: str) -> None:

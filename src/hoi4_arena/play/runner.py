@@ -70,7 +70,9 @@ def map_list(text: str, *, bare_seed: int | None) -> list[str]:
     out = []
     for name in names:
         bare = name in PRESETS
-        arena_of(f"{name}:0" if bare else name)  # refused now, with its message
+        preset, _, seed = name.partition(":")
+        if not (preset in PRESETS and (not seed or seed.isdigit())):
+            arena_of(name)  # a map folder is read now; anything else is refused now, with its message
         out.append(f"{name}:{bare_seed}" if bare and bare_seed is not None else name)
     return out
 

@@ -46,7 +46,7 @@ from hoi4_arena.sim.world import World
 MIN_SIZE = (180, 320)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=16)
 def _preset(spec: str) -> ArenaMap:
     return load_arena(spec)
 
