@@ -251,3 +251,16 @@ def test_the_preview_reads_the_mod_back(good_mod: Path) -> None:
     # BLU's tint dominates the west half's land, RED's the east's
     assert (left[:, 2] > left[:, 0] + 20).sum() > (right[:, 2] > right[:, 0] + 20).sum()
     assert (right[:, 0] > right[:, 2] + 20).sum() > (left[:, 0] > left[:, 2] + 20).sum()
+
+
+def test_province_colours_are_the_colours_every_earlier_mod_was_written_with() -> None:
+    """Fixed colours: a mod written today must match one written before (definition.csv and the bitmap)."""
+    from hoi4_arena.hoi4.provinces import province_colours
+
+    assert province_colours(3).tolist() == [[0, 0, 0], [85, 175, 226], [56, 68, 107], [47, 45, 84]]
+    colours = province_colours(600)
+    packed = {tuple(c) for c in colours[1:].tolist()}
+    assert len(packed) == 600 and (0, 0, 0) not in packed
+    # The draws of the first mods: 600 colours chosen from the array 1..2^24-1 itself.
+    values = np.random.default_rng(1936).choice(np.arange(1, 1 << 24), size=600, replace=False)
+    assert (colours[1:].astype(np.int64) @ [1 << 16, 1 << 8, 1]).tolist() == values.tolist()

@@ -228,7 +228,8 @@ def padding(raster: np.ndarray, n_land: int) -> tuple[int, int]:
 def province_colours(n: int) -> np.ndarray:
     """(n + 1, 3) distinct, fixed RGB colours (never black, which HOI4 reserves for id 0)."""
     rng = np.random.default_rng(1936)
-    values = rng.choice(np.arange(1, 1 << 24), size=n, replace=False)
+    # Drawn as indices of 1..2^24-1 (the same draws as choosing from that array, without building it).
+    values = rng.choice((1 << 24) - 1, size=n, replace=False) + 1
     colours = np.zeros((n + 1, 3), dtype=np.uint8)
     colours[1:, 0] = values >> 16
     colours[1:, 1] = (values >> 8) & 255
