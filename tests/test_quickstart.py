@@ -14,15 +14,15 @@ from hoi4_arena.quickstart import HELD_OUT, HELD_OUT_PLAYERS, PLAYERS, Quickstar
 # Three demonstrations, a few optimizer steps, one evaluation seed played from both sides on two maps.
 TINY = [
     "--train-steps",
-    "12",
+    "6",
     "--demo-games",
     "3",
     "--demo-max-days",
-    "8",
+    "5",
     "--games",
     "2",
     "--max-days",
-    "8",
+    "5",
     "--seed",
     "5",
     "--held-out",
@@ -74,7 +74,7 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     assert {r["arena"] for r in _rows(out / "eval" / "learned" / "results.jsonl")} == {"plains:0"}
     # Training made exactly the steps asked for: the run is fixed by work.
     work = result["work"]
-    assert work["fixed"] and work["train_steps"] == work["planned_steps"] == 12
+    assert work["fixed"] and work["train_steps"] == work["planned_steps"] == 6
     assert len(work["weights_sha256"]) == 64 and work["scaled"] is None
     assert (out / "bc" / "last.pt").exists() and list((out / "bc" / "tb").iterdir())
     assert "fixed by work" in (out / "report.html").read_text()
