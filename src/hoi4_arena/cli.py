@@ -716,6 +716,7 @@ from hoi4_arena.rl.ppo_config import PPOConfig  # noqa: E402
         "map_seeds": Opt(convert=low_high(int, "0-99")),
         "ai_strength": Opt(convert=low_high(float, "0.3-0.7")),
         "size": Opt(convert=SIZE),
+        "info_clip": Opt(convert=value_list(float), metavar="LO,HI"),
     },
 )
 def train_ppo_command(

@@ -3,10 +3,13 @@
 One update is one rollout and the learning on it:
 
 1. Rollout (`rl/rollout.py`): `games` simulator games in lockstep, `steps` decisions each, the policy
-   batched over them; per decision the views, the memory before it, the tokens, log p, the value, every
-   reward term and done. Games run on across updates (a game is longer than a rollout).
+   batched over them; per decision the views, the memory before it, the tokens, log p, the entropy of
+   the distributions they were sampled from, the value, every reward term and done. Games run on across
+   updates (a game is longer than a rollout).
 2. Advantages (`rl/gae.py`): GAE over the weighted total reward (outcome + shaping), lambda 1 by
-   default, bootstrapped with the value of each game's next observation. The value head estimates the
+   default, bootstrapped with the value of each game's next observation; with `clock` information
+   (InfoPPO) each decision is discounted by gamma and gamma*lambda to the power of its stored entropy
+   instead of once (with gamma 1 and lambda 1 nothing changes). The value head estimates the
    outcome alone (a win probability in [0, 1]), so its target is GAE's return over the outcome reward
    alone (with lambda 1: the game's outcome, or the bootstrapped value when it goes on), trained with
    binary cross-entropy. Advantages are normalised over the rollout's valid decisions.
@@ -14,16 +17,19 @@ One update is one rollout and the learning on it:
    from the memory stored in the rollout before its first decision (truncated BPTT over the window).
 4. For `epochs` passes, minibatches of `batch` windows in a seeded order:
    - actor: PPO's clipped surrogate on the ratio exp(log p - log p_old) (the exact log-likelihood of
-     the 8 sampled tokens), plus with `bc_kl` the k2 term 0.5 (log p - log p_bc)^2 toward the frozen
-     start policy (its gradient is the KL's on the policy's own samples), the start policy scoring each
-     window from a fresh memory, as behaviour cloning trained it;
+     the 8 sampled tokens), clipped to [1 - clip, 1 + clip], or with `clip_mode` adaptive (InfoPPO) to
+     each decision's `adaptive_clip_bounds` of its stored entropy; plus with `bc_kl` the k2 term
+     0.5 (log p - log p_bc)^2 toward the frozen start policy (its gradient is the KL's on the policy's
+     own samples), the start policy scoring each window from a fresh memory, as behaviour cloning
+     trained it;
    - critic `pact` (the default): after the actor's step, the same windows are replayed through the
      updated policy and the value head alone is trained on them, each decision's BCE weighted by its
      new likelihood ratio clipped to [0, pact_max_ratio] (`pact_value_loss`); the memory the actor uses
      is not changed by the critic. `joint`: one loss, actor + value_coef * BCE, through everything.
 5. Logs (TensorBoard in OUT/tb, the progress bar): returns, win rate, setup completion, each reward
    term, value loss, KL to the rollout policy and to the start policy, clip fraction, the entropy's
-   sample estimate (mean -log p of the sampled actions), decisions/s of collection and of learning.
+   sample estimate (mean -log p of the sampled actions) and the rollout's stored entropy, with the
+   adaptive clip its mean bounds, decisions/s of collection and of learning.
 6. Saves: OUT/last.pt and OUT/update-NNNN.pt (policy checkpoints that play-policy and evaluate load),
    OUT/progress.pt (with the optimizer and the engine's games under way) every `save_every` seconds and
    at the end. `resume=True` replays the games under way and continues exactly: a run resumed after
@@ -37,8 +43,8 @@ game's AI. Only the learner's side of a game is in the batch; the logs add the l
 against each opponent (games/win_rate_vs_<member>). The league's snapshots are listed in progress.pt
 (with their files' sha256) and resume with the run.
 
-Not built (yet): InfoPPO's adaptive clip and information clock (`--clip adaptive`, `--info-clip`,
-`--clock information`); an exact entropy bonus (the head gives the log p of the sampled action only).
+Not built (yet): an entropy bonus (the rollout's stored entropy is the collecting policy's, with no
+gradient; training scores the sampled actions only).
 
 Try: hoi4-arena train-ppo runs/ppo --init runs/bc/last.pt --updates 4 --games 4 --steps 32
 """
@@ -90,6 +96,16 @@ def pact_value_loss(
     weight = torch.exp((new_logp - old_logp).clamp(max=limit)).detach()
     bce = F.binary_cross_entropy_with_logits(value_logit, target, reduction="none")
     return (weight * bce * mask).sum() / mask.sum().clamp(min=1)
+
+
+def adaptive_clip_bounds(
+    entropy: torch.Tensor, low_width: float, high_width: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """InfoPPO's clip range of each decision's likelihood ratio, from the collecting policy's entropy h
+    there (nats): [1 - low_width ln(1 + h), 1 + high_width ln(1 + h)], the lower width at most 0.95 so the
+    bound stays at or above 0.05. A confident decision (h near 0) barely moves."""
+    grow = torch.log1p(entropy)
+    return 1 - (low_width * grow).clamp(max=0.95), 1 + high_width * grow
 
 
 def windows_of(fresh: np.ndarray, window: int) -> list[tuple[int, int, int]]:
@@ -313,11 +329,26 @@ def train_ppo(
             done = torch.from_numpy(rollout.done)
             reward = torch.from_numpy(rollout.reward).float()
             outcome = torch.from_numpy(rollout.terms[OUTCOME]).float()
+            # How long each decision takes on the discount's clock: one tick (None), or with InfoPPO's
+            # information clock the collecting policy's entropy there, in nats.
+            elapsed = rollout.entropy if config.clock == "information" else None
             advantages, _ = gae(
-                reward, rollout.value, done, rollout.last_value, gamma=config.gamma, lam=config.lam
+                reward,
+                rollout.value,
+                done,
+                rollout.last_value,
+                gamma=config.gamma,
+                lam=config.lam,
+                exponents=elapsed,
             )
             _, value_target = gae(
-                outcome, rollout.value, done, rollout.last_value, gamma=config.gamma, lam=config.lam
+                outcome,
+                rollout.value,
+                done,
+                rollout.last_value,
+                gamma=config.gamma,
+                lam=config.lam,
+                exponents=elapsed,
             )
             value_target = value_target.clamp(0, 1)
             counted = advantages[valid]
@@ -348,7 +379,13 @@ def train_ppo(
                     result = policy(obs, tokens, state, chunk=config.chunk or None)
                     log_ratio = (result.logp - old_logp).clamp(-20, 20)
                     ratio = log_ratio.exp()
-                    surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(1 - config.clip, 1 + config.clip))
+                    if config.clip_mode == "adaptive":
+                        low, high = adaptive_clip_bounds(rollout.entropy[tt, nn], *config.info_clip_widths)
+                        clipped = (ratio.detach() < low) | (ratio.detach() > high)
+                    else:
+                        low, high = 1 - config.clip, 1 + config.clip
+                        clipped = (ratio.detach() - 1).abs() > config.clip
+                    surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(low, high))
                     loss = (surrogate * mask).sum() / count
                     if reference is not None:
                         with torch.no_grad():
@@ -398,12 +435,13 @@ def train_ppo(
                             "policy_loss": float((surrogate.detach() * mask).sum()),
                             "value_loss": float(value_loss.detach()) * float(count),
                             "kl_old": float((((d.exp() - 1) - d) * mask).sum()),
-                            "clip_fraction": float(
-                                (((ratio.detach() - 1).abs() > config.clip).float() * mask).sum()
-                            ),
+                            "clip_fraction": float((clipped.float() * mask).sum()),
                             "entropy": float((-result.logp.detach() * mask).sum()),
                             "value": float((result.value.detach() * mask).sum()),
                         }
+                        if config.clip_mode == "adaptive":
+                            add["clip_low"] = float((low * mask).sum())
+                            add["clip_high"] = float((high * mask).sum())
                     for k, v in add.items():
                         sums[k] = sums.get(k, 0.0) + v
                     steps_taken += 1
@@ -422,6 +460,7 @@ def train_ppo(
             )
             metrics["optimizer_steps"] = steps_taken
             metrics["valid_decisions"] = float(rollout.valid.mean())
+            metrics["entropy_rollout"] = float(rollout.entropy[valid].mean()) if rollout.valid.any() else 0.0
             progress["update"] = update + 1
             progress["decisions"] += rollout.decisions
             progress["games"] += len(rollout.finished)

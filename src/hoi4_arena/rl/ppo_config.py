@@ -22,6 +22,10 @@ scripted player, the game's AI."""
 LEAGUE_EVERY = 10
 LEAGUE_MIX = (("current", 0.5), ("recent", 0.2), ("old", 0.1), ("ai", 0.2))
 """The league's defaults: a snapshot every 10 updates; mostly the learner as it is now."""
+CLOCKS = ("ticks", "information")
+CLIP_MODES = ("fixed", "adaptive")
+INFO_CLIP = (10.0, 20.0)
+"""--clip-mode adaptive's default widths in percent, the InfoPPO paper's (measured on language models)."""
 RESUMABLE_CHANGES = ("updates", "max_minutes", "save_every", "threads", "workers", "progress")
 """Settings a resumed run may change: they bound or pace the run, not what it computes (the serial and
 process modes give the same numbers; threads may change the last bits)."""
@@ -52,11 +56,22 @@ class PPOConfig:
     lr: float = 1e-4
     """Adam learning rate."""
     gamma: float = 1.0
-    """Discount per decision."""
+    """Discount per decision (per nat of entropy with --clock information)."""
     lam: float = 1.0
     """GAE lambda (1: Monte Carlo returns, bootstrapped at the rollout's end)."""
+    clock: str = "ticks"
+    """ticks: GAE discounts by gamma and gamma*lam once a decision; information (InfoPPO): by gamma**h and
+    (gamma*lam)**h for the collecting policy's entropy h there (nats), so decisions taken with certainty,
+    such as waiting, cost no horizon. A no-op at --gamma 1 --lam 1, the defaults."""
     clip: float = 0.2
-    """PPO's clip range of the likelihood ratio."""
+    """PPO's clip range of the likelihood ratio, [1 - clip, 1 + clip] (--clip-mode fixed)."""
+    clip_mode: str = "fixed"
+    """fixed: every decision's ratio clipped to --clip's range; adaptive (InfoPPO): to
+    [1 - LO ln(1 + h), 1 + HI ln(1 + h)] for the collecting policy's entropy h there (nats, over the
+    decision's 8 tokens; the lower bound at least 0.05), so a confident decision barely moves and an
+    unsure one may move further."""
+    info_clip: tuple[float, float] | None = None
+    """--clip-mode adaptive: the bounds' widths LO,HI in percent (default 10,20, the paper's)."""
     critic: str = "pact"
     """pact: update the actor, then the value head on the replayed steps weighted by the clipped ratio;
     joint: one loss for both."""
@@ -169,6 +184,22 @@ class PPOConfig:
                 )
         if not self.lr > 0 or not self.clip > 0 or not self.temperature > 0:
             raise UserError("--lr, --clip and --temperature must be above 0")
+        if self.clock not in CLOCKS:
+            raise UserError(
+                f"--clock must be one of {', '.join(CLOCKS)} (discount per decision, per nat of the "
+                f"policy's entropy), not {self.clock!r}"
+            )
+        if self.clip_mode not in CLIP_MODES:
+            raise UserError(f"--clip-mode must be one of {', '.join(CLIP_MODES)}, not {self.clip_mode!r}")
+        if self.info_clip is not None:
+            if self.clip_mode != "adaptive":
+                raise UserError(
+                    f"--info-clip sets the adaptive clip's widths: it needs --clip-mode adaptive (this run "
+                    f"clips --clip-mode {self.clip_mode})"
+                )
+            object.__setattr__(self, "info_clip", _info_clip(self.info_clip))
+        elif self.clip_mode == "adaptive":
+            object.__setattr__(self, "info_clip", INFO_CLIP)  # stored explicitly in config.json
         if self.critic not in CRITICS:
             raise UserError(f"--critic must be one of {', '.join(CRITICS)}, not {self.critic!r}")
         if self.opponent not in OPPONENTS:
@@ -225,10 +256,17 @@ class PPOConfig:
         weight = sum(self.league_mix.values())
         return tuple((name, p / weight) for name, p in self.league_mix.items() if p > 0)
 
+    @property
+    def info_clip_widths(self) -> tuple[float, float]:
+        """--clip-mode adaptive: the lower and the upper bound's width per unit of ln(1 + entropy)."""
+        low, high = self.info_clip or INFO_CLIP
+        return low / 100, high / 100
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("arena", "map_seeds", "ai_strength", "size"):
-            data[key] = list(data[key])
+        for key in ("arena", "map_seeds", "ai_strength", "size", "info_clip"):
+            if data[key] is not None:
+                data[key] = list(data[key])
         return data
 
     @classmethod
@@ -281,6 +319,19 @@ def parse_mix(mix: dict[str, Any]) -> dict[str, float]:
             "(e.g. current=0.5,recent=0.2,old=0.1,ai=0.2)"
         )
     return {name: out[name] for name in LEAGUE_MEMBERS if name in out}
+
+
+def _info_clip(value: Any) -> tuple[float, float]:
+    """`--info-clip` as (LO, HI) percent; UserError unless it is two finite numbers above 0."""
+    numbers = tuple(value) if isinstance(value, tuple | list) else (value,)
+    if len(numbers) != 2 or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in numbers
+    ):
+        raise UserError(
+            f"--info-clip takes two numbers above 0, LO,HI in percent (e.g. 10,20), not "
+            f"{','.join(str(v) for v in numbers) or 'nothing'}"
+        )
+    return float(numbers[0]), float(numbers[1])
 
 
 def _seed_ok(arena: str) -> bool:
