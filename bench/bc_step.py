@@ -22,6 +22,9 @@ for one epoch by train-bc's loader (decode, views, windows of 16, batches of 8) 
 
 --keep-data DIR keeps the recordings (in DIR/data), e.g. to time train-bc end to end on them.
 
+--profile N adds one profiled step of each path: its CPU time, the share spent in convolutions (forward
+and backward) and its N costliest operators, to show where the limit of the ratio lies.
+
 Try: .venv/bin/python bench/bc_step.py --steps 5 --loader 1920x1080 --loader-workers 0,2
 """
 
@@ -142,6 +145,26 @@ def time_loader(
     return out
 
 
+def profile_step(run, top: int) -> dict:
+    """One step under torch's profiler: its CPU time, the share of convolutions (forward and backward:
+    what the encoder costs whichever path runs it) and of the rest, and the `top` operators by self CPU."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        run()
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events) or 1
+    conv = sum(e.self_cpu_time_total for e in events if "conv" in e.key.lower())
+    ranked = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:top]
+    return {
+        "cpu_ms": round(total / 1000, 1),
+        "convolution_share": round(conv / total, 3),
+        "top": [
+            {"op": e.key, "ms": round(e.self_cpu_time_total / 1000, 1), "calls": e.count} for e in ranked
+        ],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5, help="timed steps of each path (after one warm-up)")
@@ -159,6 +182,13 @@ def main() -> None:
     parser.add_argument("--loader-sessions", type=int, default=2, help="synthetic recordings")
     parser.add_argument(
         "--keep-data", type=Path, default=None, help="write the recordings to DIR/data and keep them"
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        help="also profile one step of each path: the N operators of most CPU time, and each path's share "
+        "in convolutions (forward and backward), the part no change of path removes",
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -204,6 +234,8 @@ def main() -> None:
     for path in paths:
         median = float(np.median(times[path]))
         result[path] = {"step_s": round(median, 3), "decisions_per_s": round(decisions / median, 1)}
+    if args.profile:
+        result["profile"] = {path: profile_step(lambda p=path: step(p), args.profile) for path in paths}
     if args.loader:
         width, height = (int(v) for v in args.loader.lower().split("x"))
         workers = [int(v) for v in args.loader_workers.split(",")]
