@@ -94,6 +94,31 @@ def test_keys_count_only_while_the_game_has_focus(worker, person, app) -> None:
     assert [(e.kind, e.key) for e in got] == [("key_down", VK_Z), ("key_up", VK_Z)]
 
 
+def test_a_keystroke_is_recorded_whole_or_not_at_all_across_a_focus_change(worker, person, app) -> None:
+    """A key pressed elsewhere and released in the game is not half a keystroke in the session; one pressed
+    in the game and released after the focus left keeps its release (no key held forever)."""
+    screen = person.conn.screen()
+    other = screen.root.create_window(0, 0, 10, 10, 0, screen.root_depth, X.InputOutput)
+    other.map()
+    person.conn.sync()
+    person.focus(other.id)
+    time.sleep(0.2)  # the watchdog's next look at the focus
+    person.key("a", True)
+    time.sleep(0.1)
+    person.focus(app.window)
+    time.sleep(0.2)
+    person.key("a", False)
+    person.key("z", True)
+    time.sleep(0.1)
+    person.focus(other.id)
+    time.sleep(0.2)
+    person.key("z", False)
+    got = drain_until(worker, 2)
+    assert [(e.kind, e.key) for e in got] == [("key_down", VK_Z), ("key_up", VK_Z)]
+    person.focus(app.window)
+    time.sleep(0.2)
+
+
 def test_pointer_outside_the_window_is_not_recorded_but_a_drag_out_ends(worker, person) -> None:
     left, top, width, height = worker.client_rect
     xtest.fake_input(person.conn, X.MotionNotify, x=left - 5, y=top - 5)

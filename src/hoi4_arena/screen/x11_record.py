@@ -167,6 +167,7 @@ class RecordListener:
         self._queue: collections.deque[InputEvent] = collections.deque(maxlen=QUEUE_LIMIT)
         self._queue_lock = threading.Lock()
         self._buttons: set[int] = set()
+        self._keys: set[int] = set()  # virtual keys whose press was recorded
         self.dropped = 0
         self.f12_presses = 0
         self.error: BaseException | None = None
@@ -272,10 +273,19 @@ class RecordListener:
         cx, cy = min(max(x, 0), width - 1), min(max(y, 0), height - 1)
         if event_type in (X.KeyPress, X.KeyRelease):
             vk = self._vks.get(detail)
-            if vk is None or vk == VK_F12 or not self._focus():
+            if vk is None or vk == VK_F12:
                 return None
-            kind = "key_down" if event_type == X.KeyPress else "key_up"
-            return InputEvent(t_ns, kind, cx, cy, key=vk, source="human")
+            if event_type == X.KeyPress:
+                if not self._focus():
+                    return None
+                self._keys.add(vk)
+                return InputEvent(t_ns, "key_down", cx, cy, key=vk, source="human")
+            # A release counts when its press did (as a button's does): one that arrives while the
+            # focus just came back, its press made elsewhere, is not half a keystroke in the session.
+            if vk not in self._keys:
+                return None
+            self._keys.discard(vk)
+            return InputEvent(t_ns, "key_up", cx, cy, key=vk, source="human")
         if event_type == X.MotionNotify:
             return InputEvent(t_ns, "move", x, y, source="human") if inside else None
         if detail in (WHEEL_UP, WHEEL_DOWN):
