@@ -123,6 +123,11 @@ class PlayConfig:
     """The player's name in results (default: the checkpoint's folder/stem, or random)."""
     wall_minutes: float = 0.0
     """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
+    ray: str | None = None
+    """Play each game as a Ray task: auto (this machine's cluster), local (a Ray started for the run) or
+    a head's HOST:PORT; the same rows and sessions as without (needs pip install 'hoi4-arena[cluster]')."""
+    ray_games: int = 0
+    """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -135,6 +140,7 @@ class PlayConfig:
             ("--max-decisions", self.max_decisions, 0),
             ("--threads", self.threads, 0),
             ("--reset-memory", self.reset_memory, 0),
+            ("--ray-games", self.ray_games, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
@@ -142,6 +148,10 @@ class PlayConfig:
             raise UserError(f"--side must be one of {', '.join(SIDES)}, not {self.side!r}")
         if self.game not in GAMES:
             raise UserError(f"--game must be one of {', '.join(GAMES)}, not {self.game!r}")
+        if self.ray is not None and self.game != "sim":
+            raise UserError(
+                "--ray plays headless games (--game sim): a window game needs this machine's display"
+            )
         if self.speed not in range(1, 6):
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
         if not (isinstance(self.temperature, int | float) and 0 <= self.temperature <= 100):
@@ -372,5 +382,7 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         progress=config.progress,
         added=ADDED_SETTINGS,
         ignored=("checkpoint",) if "sha256" in settings else (),
+        ray=config.ray,
+        ray_games=config.ray_games,
     )
     return {"player": policy.name, "mode": config.mode, **summary, "settings": settings}

@@ -113,6 +113,11 @@ class RecordAIConfig:
     """With --first: the decision of the handover, drawn per game uniformly from this range."""
     wall_minutes: float = 0.0
     """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
+    ray: str | None = None
+    """Play each game as a Ray task: auto (this machine's cluster), local (a Ray started for the run) or
+    a head's HOST:PORT; the same rows and sessions as without (needs pip install 'hoi4-arena[cluster]')."""
+    ray_games: int = 0
+    """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -127,6 +132,10 @@ class RecordAIConfig:
                 "--player ai runs headless only (--game sim): the window harness plays one side against "
                 "the AI"
             )
+        if self.ray is not None and self.game != "sim":
+            raise UserError(
+                "--ray plays headless games (--game sim): a window game needs this machine's display"
+            )
         if self.minutes is None and self.games is None:
             raise UserError("give --minutes (play time to record) or --games (how many), or both")
         if self.minutes is not None and not (
@@ -137,6 +146,7 @@ class RecordAIConfig:
             ("--games", self.games, 1),
             ("--seed", self.seed, 0),
             ("--max-days", self.max_days, 1),
+            ("--ray-games", self.ray_games, 0),
         ):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
@@ -193,7 +203,7 @@ class RecordAIConfig:
     def settings(self) -> dict[str, Any]:
         """What decides the games: a resumed run must have the same (record-ai.json)."""
         data = asdict(self)
-        for key in ("out", "progress", "minutes", "games", "wall_minutes"):
+        for key in ("out", "progress", "minutes", "games", "wall_minutes", "ray", "ray_games"):
             data.pop(key)
         data["size"] = [self.size[1], self.size[0]]
         data["speeds"] = list(self.speeds)
@@ -376,5 +386,7 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
         command="record-ai",
         limits=limits,
         progress=config.progress,
+        ray=config.ray,
+        ray_games=config.ray_games,
     )
     return {"player": config.player, **summary, "settings": config.settings()}

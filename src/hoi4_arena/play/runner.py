@@ -195,6 +195,51 @@ def slug(text: str, fallback: str = "policy") -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or fallback
 
 
+def play_planned(
+    run: Run,
+    plan: GamePlan,
+    open_worker: Callable[[GamePlan], AbstractContextManager[Worker]],
+    out: Path,
+    left: int | None,
+    on_decision: Callable[[int], None] | None = None,
+) -> GameRecord:
+    """Play one planned game, recording its session (if the run records) into out/<session id>; its
+    record, the session relative to `out`. A crashed game or a worker's refusal is an invalid record; a
+    UserError or Ctrl+C goes up. The local loop's game, and a Ray task's (`cluster/ray_games.py`)."""
+    from hoi4_arena.sessions.lock import remove_unfinished
+    from hoi4_arena.sessions.recorder import Recorder
+
+    session_id = run.session_id(plan)
+    recorder_settings = run.recorder_settings(plan)
+    recorder = None
+    folder = out / session_id
+    if recorder_settings is not None:
+        remove_unfinished(folder)
+        recorder = Recorder(folder, recorder_settings)
+    try:
+        with open_worker(plan) as worker:
+            player = run.player(plan, worker)
+            record = play_game(
+                worker,
+                player,
+                run.game_settings(plan, left),
+                recorder=recorder,
+                session_id=session_id,
+                on_decision=on_decision,
+            )
+    except UserError:
+        raise
+    except WorkerError as error:  # the game's worker could not be opened or closed
+        record = GameRecord(valid=False, reason=f"worker: {error}")
+    except Exception as error:  # a crashed game is kept, invalid, and the run goes on
+        log.exception("game %d (%s, seed %d, %s) crashed", plan.index, plan.spec, plan.seed, plan.side)
+        record = GameRecord(valid=False, reason=f"crash: {type(error).__name__}: {error}")
+        record.session = str(folder) if (folder / "manifest.json").exists() else None
+    if record.session is not None:
+        record.session = session_id  # relative to OUT: the folder can move
+    return record
+
+
 def run_games(
     run: Run,
     out: Path,
@@ -206,12 +251,18 @@ def run_games(
     progress: bool = True,
     added: dict[str, Any] | None = None,
     ignored: tuple[str, ...] = (),
+    ray: str | None = None,
+    ray_games: int = 0,
 ) -> dict[str, Any]:
     """Play a run's games into `out` (resuming it); the summary: the record, decisions, play minutes,
-    this run's speed."""
-    from hoi4_arena.sessions.lock import remove_unfinished
-    from hoi4_arena.sessions.recorder import Recorder
+    this run's speed. `ray`: play them as Ray tasks on that cluster instead (`cluster/ray_games.py`: auto,
+    local or an address), at most `ray_games` at a time (0: the cluster's CPUs); the same rows and
+    sessions as the local loop writes."""
+    cluster = None
+    if ray is not None:
+        from hoi4_arena.cluster.ray_games import RayGames
 
+        cluster = RayGames.connect(ray, ray_games)  # before OUT is touched: a bad address writes nothing
     done = open_run(out, settings_file, settings, command, added=added, ignored=ignored)
     limit = limits.games if limits.games is not None else 10**9
     skipped = sum(1 for i in done if i < limit)
@@ -221,58 +272,45 @@ def run_games(
     decisions_now = games_now = 0
     play_ns_now = 0
     interrupted = stopped_by_wall = False
-    with _Progress(run.name, limits, skipped, progress) as bar, run.workers() as open_worker:
-        for index in range(limit):
-            if index in done:
-                continue
-            left = None if limits.budget_ns is None else limits.budget_ns - spent_ns
-            if left is not None and left <= 0:
-                break
-            if limits.wall_s and time.perf_counter() - started >= limits.wall_s:
-                stopped_by_wall = True
-                break
-            plan = run.plan(index)
-            session_id = run.session_id(plan)
-            recorder_settings = run.recorder_settings(plan)
-            recorder = None
-            folder = out / session_id
-            if recorder_settings is not None:
-                remove_unfinished(folder)
-                recorder = Recorder(folder, recorder_settings)
-            bar.start_game(plan)
-            try:
-                try:
-                    with open_worker(plan) as worker:
-                        player = run.player(plan, worker)
-                        record = play_game(
-                            worker,
-                            player,
-                            run.game_settings(plan, left),
-                            recorder=recorder,
-                            session_id=session_id,
-                            on_decision=bar.decision,
-                        )
-                except UserError:
-                    raise
-                except WorkerError as error:  # the game's worker could not be opened or closed
-                    record = GameRecord(valid=False, reason=f"worker: {error}")
-                except Exception as error:  # a crashed game is kept, invalid, and the run goes on
-                    log.exception("game %d (%s, seed %d, %s) crashed", index, plan.spec, plan.seed, plan.side)
-                    record = GameRecord(valid=False, reason=f"crash: {type(error).__name__}: {error}")
-                    record.session = str(folder) if (folder / "manifest.json").exists() else None
-            except KeyboardInterrupt:
-                interrupted = True
-                break
-            if record.session is not None:
-                record.session = session_id  # relative to OUT: the folder can move
-            spent_ns += record.play_ns
-            play_ns_now += record.play_ns
-            decisions_now += record.decisions
-            games_now += 1
-            row = run.row(plan, record)
-            append_result(results_path, row)
-            done[index] = row
-            bar.end_game(row)
+
+    def budget_left() -> int | None:
+        return None if limits.budget_ns is None else limits.budget_ns - spent_ns
+
+    def wall_out() -> bool:
+        nonlocal stopped_by_wall
+        stopped_by_wall = bool(limits.wall_s) and time.perf_counter() - started >= limits.wall_s
+        return stopped_by_wall
+
+    def finished(plan: GamePlan, record: GameRecord) -> None:
+        nonlocal spent_ns, play_ns_now, decisions_now, games_now
+        spent_ns += record.play_ns
+        play_ns_now += record.play_ns
+        decisions_now += record.decisions
+        games_now += 1
+        row = run.row(plan, record)
+        append_result(results_path, row)
+        done[plan.index] = row
+        bar.end_game(row)
+
+    pending = (index for index in range(limit) if index not in done)
+    with _Progress(run.name, limits, skipped, progress) as bar:
+        if cluster is not None:
+            with cluster:
+                interrupted = cluster.play(run, out, pending, budget_left, wall_out, finished, bar)
+        else:
+            with run.workers() as open_worker:
+                for index in pending:
+                    left = budget_left()
+                    if (left is not None and left <= 0) or wall_out():
+                        break
+                    plan = run.plan(index)
+                    bar.start_game(plan)
+                    try:
+                        record = play_planned(run, plan, open_worker, out, left, bar.decision)
+                    except KeyboardInterrupt:
+                        interrupted = True
+                        break
+                    finished(plan, record)
     seconds = time.perf_counter() - started
     rows = [done[i] for i in sorted(done) if i < limit]
     return {

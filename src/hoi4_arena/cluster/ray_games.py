@@ -1,0 +1,203 @@
+"""A run's games as Ray tasks (`--ray` on record-ai and play-policy): headless games on any node of a Ray
+cluster, their rows and sessions written by the driver into OUT exactly as the local loop writes them.
+
+Each game is one task (one CPU, never retried): it plays `runner.play_planned` into a temporary folder on
+its node and returns the game's record and its session folder's files (bytes); the driver takes the
+results in plan order, writes each session into OUT/<session id> and appends the row. So a Ray run and a
+local run of the same settings give the same rows and byte-identical sessions, whatever the nodes.
+
+The `--minutes` budget stays exact: a task starts with the budget left by the games finished so far (an
+upper bound, since earlier games may still be running); when its turn comes in plan order the budget
+left is known, and a game that was not cut and ended inside it is the game the local loop would have
+played; one that ran past it is played again with the exact budget, and once the budget is spent the
+games still in flight are dropped. A task whose worker died (killed, out of memory, its node lost) makes
+its game invalid with reason `ray: ...`; the run goes on, and a resumed run skips it like any finished
+game.
+
+`--ray local` starts a Ray instance on this machine for the run (all its CPUs) and stops it at the end;
+`--ray auto` joins the cluster this machine belongs to (`ray start --head` / `ray start --address ...`);
+`--ray HOST:PORT` joins that cluster's head. Every node needs this package installed (pip install
+'hoi4-arena[cluster]'). A driver already connected to Ray (a test, a notebook) keeps its connection.
+
+Try: hoi4-arena record-ai runs/ray --games 8 --max-days 30 --ray local
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.play.runner import GamePlan, Run, play_planned
+from hoi4_arena.screen.game import GameRecord
+
+log = logging.getLogger(__name__)
+
+LOCAL = "local"
+AUTO = "auto"
+INSTALL = "pip install 'hoi4-arena[cluster]'"
+
+
+def play_remote(run: Run, plan: GamePlan, left: int | None) -> tuple[GameRecord, dict[str, bytes]]:
+    """One game in a Ray task: its record and its session's files (path relative to the session -> bytes),
+    recorded into a temporary folder of this node."""
+    with tempfile.TemporaryDirectory(prefix="hoi4-arena-ray-") as tmp, run.workers() as open_worker:
+        record = play_planned(run, plan, open_worker, Path(tmp), left)
+        folder = Path(tmp) / run.session_id(plan)
+        files = {}
+        if folder.is_dir():
+            files = {
+                str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+            }
+    return record, files
+
+
+def write_session(folder: Path, files: dict[str, bytes]) -> None:
+    """A task's session files into `folder`, replacing an unfinished one there."""
+    from hoi4_arena.sessions.lock import remove_unfinished
+
+    remove_unfinished(folder)
+    for name, data in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UserError(f"--ray needs Ray, which is not installed: {INSTALL}") from None
+    return ray
+
+
+def _probe(address: str) -> None:
+    """Refuse a HOST:PORT nothing listens on now, rather than let Ray retry it for a minute."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise UserError(f"--ray takes auto, local or HOST:PORT (a Ray head's address), not {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as error:
+        raise UserError(
+            f"--ray {address}: no Ray cluster answers there ({error}); start one with `ray start --head`, "
+            "or give --ray local"
+        ) from None
+
+
+class RayGames:
+    """A run's connection to Ray and the loop that plays its games as tasks (`play`)."""
+
+    def __init__(self, ray: Any, games: int, owned: bool) -> None:
+        self.ray = ray
+        self.games = games
+        self.owned = owned
+
+    @classmethod
+    def connect(cls, address: str, games: int = 0) -> RayGames:
+        """Join (or, for `local`, start) the cluster; at most `games` games in flight (0: its CPUs)."""
+        if isinstance(games, bool) or not isinstance(games, int) or games < 0:
+            raise UserError(f"--ray-games must be a whole number >= 0, not {games!r}")
+        if address not in (LOCAL, AUTO) and not address.startswith("ray://"):
+            _probe(address)
+        ray = _import_ray()
+        owned = False
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+            try:
+                if address == LOCAL:
+                    ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **options)
+                else:
+                    ray.init(address=address, **options)
+            except (ConnectionError, RuntimeError) as error:
+                raise UserError(f"--ray {address}: could not join a Ray cluster ({error})") from None
+            owned = True
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        return cls(ray, games or max(cpus, 1), owned)
+
+    def __enter__(self) -> RayGames:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owned:
+            self.ray.shutdown()
+
+    def play(
+        self,
+        run: Run,
+        out: Path,
+        pending: Iterator[int],
+        budget_left: Callable[[], int | None],
+        wall_out: Callable[[], bool],
+        finished: Callable[[GamePlan, GameRecord], None],
+        bar: Any,
+    ) -> bool:
+        """Play the `pending` games (indices in plan order) as tasks, `finished(plan, record)` for each in
+        plan order, its session already in OUT; True when interrupted (Ctrl+C)."""
+        ray = self.ray
+        task = ray.remote(num_cpus=1, max_retries=0)(play_remote)
+        run_ref = ray.put(run)  # one copy of the run (its player's weights) for every task
+        flight: collections.deque[tuple[GamePlan, int | None, Any]] = collections.deque()
+        submitting = True
+
+        def submit() -> None:
+            nonlocal submitting
+            while submitting and len(flight) < self.games:
+                index = next(pending, None)
+                left = budget_left()  # of the games finished so far: an upper bound of this game's
+                if index is None or (left is not None and left <= 0) or wall_out():
+                    submitting = False
+                    return
+                plan = run.plan(index)
+                flight.append((plan, left, task.remote(run_ref, plan, left)))
+
+        try:
+            submit()
+            while flight:
+                plan, hint, ref = flight.popleft()
+                bar.start_game(plan)
+                record, files = self._result(ref)
+                left = budget_left()  # exact now: every earlier game is finished
+                if left is not None and left <= 0:
+                    break  # the local loop would not have started this game
+                if (
+                    left is not None
+                    and hint != left
+                    and (record.reason.startswith("cut") or record.play_ns >= left)
+                ):
+                    record, files = self._result(
+                        task.remote(run_ref, plan, left)
+                    )  # as the local loop cuts it
+                if record.session is not None:
+                    write_session(out / record.session, files)
+                finished(plan, record)
+                submit()
+        except KeyboardInterrupt:
+            return True
+        finally:
+            for _, _, ref in flight:
+                ray.cancel(ref, force=True)
+        return False
+
+    def _result(self, ref: Any) -> tuple[GameRecord, dict[str, bytes]]:
+        """A task's record and files; a task whose worker died is an invalid game (`ray: ...`)."""
+        ray = self.ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as error:
+            if isinstance(error.cause, UserError | KeyboardInterrupt):
+                raise error.cause from None
+            return GameRecord(valid=False, reason=f"ray: {_first_line(error)}"), {}
+        except ray.exceptions.RayError as error:
+            return GameRecord(valid=False, reason=f"ray: {type(error).__name__}: {_first_line(error)}"), {}
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__

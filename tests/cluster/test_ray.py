@@ -1,0 +1,121 @@
+"""--ray on record-ai (`cluster/ray_games.py`): the same rows and sessions as the local loop, a game whose
+worker was killed kept invalid while the run goes on, resume, and the messages for a missing Ray or an
+address nobody answers at. One local Ray instance (2 CPUs) serves the module."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.play import record_ai
+from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> str:
+    """The address of a local Ray instance the module's runs join (the driver stays connected to it)."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the tasks unpickle _KillingRun
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+def config(out: Path, **changes) -> RecordAIConfig:
+    settings = dict(out=out, games=2, arena="plains", seed=20, max_days=5, after_end_s=1.0, progress=False)
+    return RecordAIConfig(**{**settings, **changes})
+
+
+def rows_of(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def pixels(video: Path) -> list[np.ndarray]:
+    with av.open(str(video)) as container:
+        return [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+
+
+def test_a_ray_run_records_what_the_local_loop_records(tmp_path: Path, cluster: str) -> None:
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    run_record_ai(config(local))
+    summary = run_record_ai(config(on_ray, ray=cluster))
+    assert summary["games"] == 2 and summary["this_run"]["games"] == 2
+    assert rows_of(on_ray) == rows_of(local)  # the rows hold no wall-clock field
+    sessions = sorted(p.name for p in local.iterdir() if p.is_dir())
+    assert len(sessions) == 2 and sorted(p.name for p in on_ray.iterdir() if p.is_dir()) == sessions
+    for session in sessions:
+        a, b = local / session, on_ray / session
+        assert sorted(p.name for p in a.iterdir()) == sorted(p.name for p in b.iterdir())
+        for part in ("inputs.jsonl", "frames.jsonl", "arena-log.jsonl", "views-cpu.bin"):
+            assert (a / part).read_bytes() == (b / part).read_bytes(), part
+        manifests = [json.loads((f / "manifest.json").read_text()) for f in (a, b)]
+        for manifest in manifests:
+            manifest.pop("created")
+        assert manifests[0] == manifests[1]
+        frames = pixels(a / "screen.mkv"), pixels(b / "screen.mkv")
+        assert len(frames[0]) == len(frames[1]) > 0
+        assert all(np.array_equal(x, y) for x, y in zip(*frames, strict=True))
+
+
+class _KillingRun(record_ai._RecordRun):
+    """record-ai's run whose game 1 kills the Ray worker playing it."""
+
+    def player(self, plan, worker):
+        if plan.index == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().player(plan, worker)
+
+
+def test_a_killed_game_is_invalid_and_the_run_goes_on_and_resumes(
+    tmp_path: Path, cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(record_ai, "_RecordRun", _KillingRun)
+        summary = run_record_ai(config(out, ray=cluster, ray_games=1))
+    assert summary["games"] == 2 and not summary["interrupted"]
+    first = rows_of(out)
+    assert first[0]["valid"] and first[0]["session"]
+    assert not first[1]["valid"] and first[1]["reason"].startswith("ray: ") and first[1]["session"] is None
+    assert not (out / "scripted-g0001-plains-s20-RED").exists()
+    again = run_record_ai(config(out, games=3, ray=cluster))
+    assert again["skipped"] == 2 and again["this_run"]["games"] == 1
+    rows = rows_of(out)
+    assert rows[:2] == first and rows[2]["game"] == 2 and rows[2]["valid"]
+
+
+def test_a_missing_ray_is_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hoi4_arena.cluster.ray_games import RayGames
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as when it is not installed
+    with pytest.raises(UserError, match=r"not installed: pip install 'hoi4-arena\[cluster\]'"):
+        RayGames.connect("local")
+
+
+def test_an_unreachable_address_is_one_message_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "hoi4_arena.cli", "record-ai", str(out), "--games", "1"]
+    result = subprocess.run([*command, "--ray", "127.0.0.1:1"], capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--ray 127.0.0.1:1: no Ray cluster answers there" in result.stderr
+    assert not out.exists()
+
+
+def test_help_does_not_import_ray() -> None:
+    code = (
+        "import sys; from hoi4_arena import cli\n"
+        "try:\n    cli.app(['record-ai', '--help'], standalone_mode=False)\nexcept SystemExit: pass\n"
+        "print('RAY=' + str('ray' in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "--ray" in out.stdout and "RAY=False" in out.stdout
