@@ -917,6 +917,24 @@ def make_ladder_command(config: Any) -> None:
     print_json({k: ladder[k] for k in ("made", "missing")} | {"ladder": str(config.out / "ladder.json")})
 
 
+@app.command("rung-games", rich_help_panel="Play and evaluate")
+@from_config(
+    "hoi4_arena.play.rung_games:RungGamesConfig",  # read from its source: the module imports the game
+    arguments=("player", "ladder", "out"),
+    skip=("progress",),
+)
+def rung_games_command(config: Any) -> None:
+    """Full games from make-ladder's rung saves (a checkpoint, scripted or random); each rung's
+    successes, wins, setups and promotion in OUT/rung-games.json."""
+    from hoi4_arena.play.rung_games import run_rung_games
+    from hoi4_arena.terminal import print_json
+
+    summary = run_rung_games(config)
+    print_json(summary)
+    if summary["interrupted"]:
+        raise typer.Exit(130)
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:
