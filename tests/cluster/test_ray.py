@@ -67,6 +67,21 @@ def test_a_ray_run_records_what_the_local_loop_records(tmp_path: Path, cluster: 
         assert all(np.array_equal(x, y) for x, y in zip(*frames, strict=True))
 
 
+def test_the_minutes_budget_cuts_the_same_game_on_ray(tmp_path: Path, cluster: str) -> None:
+    # Game 1 starts with the whole budget (game 0 still runs), ends past what game 0 left of it, and is
+    # played again with the exact rest; game 2 starts with that rest and is dropped when game 1 spends it.
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    run_record_ai(config(local, games=None, minutes=0.15))
+    summary = run_record_ai(config(on_ray, games=None, minutes=0.15, ray=cluster, ray_games=2))
+    rows = rows_of(local)
+    assert [r["valid"] for r in rows] == [True, False] and rows[1]["reason"].startswith("cut")
+    assert rows_of(on_ray) == rows and summary["games"] == 2
+    session = rows[1]["session"]
+    for part in ("inputs.jsonl", "frames.jsonl", "arena-log.jsonl"):
+        assert (local / session / part).read_bytes() == (on_ray / session / part).read_bytes(), part
+    assert sorted(p.name for p in on_ray.iterdir() if p.is_dir()) == sorted(r["session"] for r in rows)
+
+
 class _KillingRun(record_ai._RecordRun):
     """record-ai's run whose game 1 kills the Ray worker playing it."""
 

@@ -161,11 +161,12 @@ class RayGames:
             submit()
             while flight:
                 plan, hint, ref = flight.popleft()
-                bar.start_game(plan)
-                record, files = self._result(ref)
                 left = budget_left()  # exact now: every earlier game is finished
                 if left is not None and left <= 0:
+                    flight.appendleft((plan, hint, ref))  # cancelled below
                     break  # the local loop would not have started this game
+                bar.start_game(plan)
+                record, files = self._result(ref)
                 if (
                     left is not None
                     and hint != left
