@@ -105,6 +105,10 @@ def test_files_that_are_not_policy_checkpoints_are_refused(tmp_path, tiny_config
     junk.write_bytes(b"\x00not a checkpoint")
     with pytest.raises(UserError, match="cannot read checkpoint"):
         load_checkpoint(junk)
+    for text in ("hello world\n", "{}", "0.5\n", "PK"):  # text files named .pt (a legacy pickle read)
+        junk.write_text(text)
+        with pytest.raises(UserError, match="cannot read checkpoint"):
+            load_checkpoint(junk)
     other = tmp_path / "other.pt"
     torch.save({"weights": torch.zeros(2)}, other)
     with pytest.raises(UserError, match="is not a hoi4-arena policy checkpoint"):

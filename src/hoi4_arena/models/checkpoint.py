@@ -158,8 +158,13 @@ def load_checkpoint(
         pickle.UnpicklingError,
         zipfile.BadZipFile,
         struct.error,
+        KeyError,  # a text file read as a legacy pickle: its first byte taken for an opcode
+        ValueError,
+        IndexError,
+        TypeError,
     ) as error:
-        raise UserError(f"cannot read checkpoint {path}: {str(error).splitlines()[0]}") from None
+        text = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UserError(f"cannot read checkpoint {path}: {text}") from None
     if not isinstance(content, dict) or content.get("format") != FORMAT:
         raise UserError(f"{path} is not a hoi4-arena policy checkpoint (no format {FORMAT!r})")
     if content.get("format_version") != FORMAT_VERSION:
