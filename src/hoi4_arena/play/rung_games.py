@@ -47,7 +47,7 @@ from typing import Any
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.results import GameResult, append_result, open_run, wilson
-from hoi4_arena.screen.game import Game, GameRecord, GameSettings, TokenPlayer
+from hoi4_arena.screen.game import Game, GameRecord, GameSettings, TokenPlayer, play_game
 from hoi4_arena.screen.match import MatchLog
 from hoi4_arena.screen.worker import WorkerError
 
@@ -312,24 +312,15 @@ def play_from_save(
     on_decision: Callable[[int], None] | None = None,
 ) -> GameRecord:
     """`screen.game.play_game` on a restored save; `running`: the match already runs (skip the harness)."""
-    game = (RunningGame if running else Game)(worker, settings, recorder=recorder, session_id=session_id)
-    try:
-        game.start(player)
-        while True:
-            capture = game.observe(player)
-            if game.ended:
-                break
-            game.act(player.decide(capture))
-            if on_decision is not None:
-                on_decision(game.record.decisions)
-    except WorkerError as error:
-        game.fail(error)
-    except BaseException as error:
-        game.fail(error)
-        raise
-    finally:
-        record = game.finish(player)
-    return record
+    return play_game(
+        worker,
+        player,
+        settings,
+        recorder=recorder,
+        session_id=session_id,
+        on_decision=on_decision,
+        game_type=RunningGame if running else Game,
+    )
 
 
 # --- the player ----------------------------------------------------------------------------------------

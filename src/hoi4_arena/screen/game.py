@@ -336,12 +336,14 @@ def play_game(
     recorder: Any = None,
     session_id: str | None = None,
     on_decision: Callable[[int], None] | None = None,
+    game_type: type[Game] | None = None,
 ) -> GameRecord:
     """Play one game on `worker` (a new, paused game) through `player` and finish it; see the module
     docstring. `recorder` is an unstarted `sessions.recorder.Recorder` or None; `session_id` names its
     session. A `WorkerError` makes the game invalid; anything else propagates after the match is
-    finished and the session closed."""
-    game = Game(worker, settings, recorder=recorder, session_id=session_id)
+    finished and the session closed. `game_type`: a `Game` subclass that starts otherwise (rung-games'
+    restored saves whose match already runs)."""
+    game = (game_type or Game)(worker, settings, recorder=recorder, session_id=session_id)
     try:
         game.start(player)
         while True:
