@@ -109,6 +109,20 @@ def test_a_killed_game_is_invalid_and_the_run_goes_on_and_resumes(
     assert rows[:2] == first and rows[2]["game"] == 2 and rows[2]["valid"]
 
 
+def test_evaluate_on_ray_plays_the_games_of_the_local_evaluation(tmp_path: Path, cluster: str) -> None:
+    from hoi4_arena.play.evaluate import EvaluateConfig, run_evaluate
+
+    settings = dict(a="scripted", b="random", pairs=1, size=(540, 960), max_days=4, progress=False)
+    local = run_evaluate(EvaluateConfig(out=tmp_path / "local", **settings))
+    on_ray = run_evaluate(EvaluateConfig(out=tmp_path / "ray", ray=cluster, **settings))
+    assert on_ray["complete"] and on_ray["paired_games"] == 2
+    assert on_ray["games"] == local["games"] and on_ray["table"] == local["table"]
+    for player in ("scripted", "random"):
+        assert rows_of(tmp_path / "ray" / player) == rows_of(tmp_path / "local" / player)
+    with pytest.raises(UserError, match="--head-to-head does not use it"):
+        EvaluateConfig(out=tmp_path / "h2h", ray=cluster, head_to_head=True, **settings)
+
+
 def test_a_missing_ray_is_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
     from hoi4_arena.cluster.ray_games import RayGames
 

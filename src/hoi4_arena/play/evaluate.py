@@ -93,6 +93,11 @@ class EvaluateConfig:
     league: Path | None = None
     """With --head-to-head: a folder of checkpoints (*.pt) that play A, B and each other the same way; an
     Elo table of them all."""
+    ray: str | None = None
+    """Play each player's games as Ray tasks (record-ai's and play-policy's --ray: auto, local or a head's
+    HOST:PORT); the same games as without. Not with --head-to-head."""
+    ray_games: int = 0
+    """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -108,6 +113,10 @@ class EvaluateConfig:
                 )
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
+        if self.ray is not None and self.head_to_head:
+            raise UserError(
+                "--ray plays each player's games against the AI; --head-to-head does not use it yet"
+            )
         if self.league is not None and not self.head_to_head:
             raise UserError("--league plays checkpoints against each other: give --head-to-head too")
         names = [self.name_a or self._default_name(self.a), self.name_b or self._default_name(self.b)]
@@ -147,6 +156,8 @@ class EvaluateConfig:
             "ai_strength": self.ai_strength,
             "game": self.game,
             "codec": self.codec,
+            "ray": self.ray,
+            "ray_games": self.ray_games,
             "progress": self.progress,
         }
         if player == SCRIPTED:
