@@ -123,6 +123,52 @@ def test_evaluate_on_ray_plays_the_games_of_the_local_evaluation(tmp_path: Path,
         EvaluateConfig(out=tmp_path / "h2h", ray=cluster, head_to_head=True, **settings)
 
 
+def test_rollouts_on_ray_actors_give_the_serial_numbers_and_survive_a_killed_actor(cluster: str) -> None:
+    import torch
+
+    from hoi4_arena.models.config import PolicyConfig
+    from hoi4_arena.models.policy import Policy
+    from hoi4_arena.rl.rollout import Rollouts, Schedule
+    from hoi4_arena.rl.rollout_game import RolloutSettings
+
+    torch.manual_seed(0)
+    policy = Policy(PolicyConfig(layout="cpu", width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32,
+                                 head_dim=32, position_dim=8)).eval()  # fmt: skip
+    settings = RolloutSettings(size=(360, 640), layout="cpu", speed=5, max_days=4)
+    schedule = Schedule(games=3, seed=3)
+    with Rollouts(settings, schedule, workers=0, weights={"provinces": 1.0}) as serial:
+        serial.start(policy)
+        expected = serial.collect(policy, 8)
+    with Rollouts(settings, schedule, workers=1, weights={"provinces": 1.0}, ray=ray) as engine:
+        engine.start(policy)
+        got = engine.collect(policy, 8)
+        assert torch.equal(got.tokens, expected.tokens) and torch.equal(got.value, expected.value)
+        np.testing.assert_array_equal(got.reward, expected.reward)
+        # Kill the actor: its games are invalid, a fresh actor takes their place and training goes on.
+        os.kill(engine.workers[0].pid, signal.SIGKILL)
+        after = engine.collect(policy, 4)
+    assert engine.replaced == 1
+    dead = [g for g in after.finished if g["reason"] == "worker process died"]
+    assert sorted(g["slot"] for g in dead) == [0, 1, 2]
+    assert not after.valid[0].any() and after.valid[1:].all() and after.first[1].all()
+
+
+def test_train_ppo_on_ray_learns_what_it_learns_with_local_processes(tmp_path: Path, cluster: str) -> None:
+    from hoi4_arena.models.checkpoint import load_checkpoint, weights_sha256
+    from hoi4_arena.rl.ppo import train_ppo
+    from hoi4_arena.rl.ppo_config import PPOConfig
+
+    tiny = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
+    settings = dict(updates=1, games=2, workers=1, steps=6, window=3, batch=4, max_days=2, policy=tiny,
+                    size=(360, 640), reward={"provinces": 1.0}, progress=False, save_every=0.0, threads=1)  # fmt: skip
+    train_ppo(PPOConfig(out=str(tmp_path / "local"), **settings))
+    train_ppo(PPOConfig(out=str(tmp_path / "ray"), ray=cluster, **settings))
+    local, on_ray = (load_checkpoint(tmp_path / name / "last.pt").policy for name in ("local", "ray"))
+    assert weights_sha256(on_ray.state_dict()) == weights_sha256(local.state_dict())
+    with pytest.raises(UserError, match="--workers 1 or more"):
+        PPOConfig(out=str(tmp_path / "x"), ray=cluster, workers=0)
+
+
 def test_a_missing_ray_is_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
     from hoi4_arena.cluster.ray_games import RayGames
 

@@ -51,6 +51,7 @@ Try: hoi4-arena train-ppo runs/ppo --init runs/bc/last.pt --updates 4 --games 4 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -298,7 +299,13 @@ def train_ppo(
     writer = SummaryWriter(str(out / "tb"))
     stop = "updates"
     last_save = time.monotonic()
+    cluster = contextlib.nullcontext(None)
+    if config.ray is not None:
+        from hoi4_arena.cluster.ray_games import RayGames  # the scale-out layer, only with --ray
+
+        cluster = RayGames.connect(config.ray)
     with (
+        cluster as ray_games,
         Rollouts(
             settings,
             schedule,
@@ -307,6 +314,7 @@ def train_ppo(
             temperature=config.temperature,
             reset_memory=config.reset_memory,
             league=league,
+            ray=None if ray_games is None else ray_games.ray,
         ) as engine,
         progress_bar() as bar,
     ):

@@ -26,7 +26,7 @@ CLOCKS = ("ticks", "information")
 CLIP_MODES = ("fixed", "adaptive")
 INFO_CLIP = (10.0, 20.0)
 """--clip-mode adaptive's default widths in percent, the InfoPPO paper's (measured on language models)."""
-RESUMABLE_CHANGES = ("updates", "max_minutes", "save_every", "threads", "workers", "progress")
+RESUMABLE_CHANGES = ("updates", "max_minutes", "save_every", "threads", "workers", "ray", "progress")
 """Settings a resumed run may change: they bound or pace the run, not what it computes (the serial and
 process modes give the same numbers; threads may change the last bits)."""
 
@@ -45,6 +45,10 @@ class PPOConfig:
     """Games played at once, the policy batched over them (half from each side)."""
     workers: int = 2
     """Worker processes that run the games (0: every game in this process, the serial mode)."""
+    ray: str | None = None
+    """Run the --workers as Ray actors instead of local processes: auto (this machine's cluster), local (a
+    Ray started for the run) or a head's HOST:PORT; the same numbers as without (needs Ray: the package's
+    cluster extra)."""
     steps: int = 64
     """Decisions of every game per rollout (a rollout is games x steps decisions)."""
     window: int = 16
@@ -207,6 +211,8 @@ class PPOConfig:
                 f"--opponent must be one of {', '.join(OPPONENTS)} (the game's AI, the learner itself, its "
                 f"league), not {self.opponent!r}"
             )
+        if self.ray is not None and self.workers < 1:
+            raise UserError("--ray runs the --workers as Ray actors: give --workers 1 or more")
         if self.opponent != "league" and (
             self.league_every != LEAGUE_EVERY or self.league_mix != parse_mix(dict(LEAGUE_MIX))
         ):

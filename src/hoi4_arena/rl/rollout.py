@@ -57,7 +57,7 @@ from hoi4_arena.models.head import ActionHead
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.rewards import OUTCOME, TERMS, total
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
-from hoi4_arena.rl.rollout_worker import LocalWorker, WorkerDied, WorkerProcess
+from hoi4_arena.rl.rollout_worker import LocalWorker, RayWorker, WorkerDied, WorkerProcess
 from hoi4_arena.screen.game import sampling_seed
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,8 @@ class Rollout:
 
 class Rollouts:
     """The engine of the module docstring. `workers` 0 plays every game in this process (serial mode);
-    otherwise that many spawned processes share the slots (slot s in process s % workers)."""
+    otherwise that many spawned processes share the slots (slot s in process s % workers), or with `ray`
+    (the connected `ray` module) that many Ray actors."""
 
     def __init__(
         self,
@@ -204,8 +205,10 @@ class Rollouts:
         temperature: float = 1.0,
         reset_memory: int = 0,
         league: Any = None,
+        ray: Any = None,
     ) -> None:
         self.settings = settings
+        self.ray = ray
         self.league = league
         """The snapshots `recent` and `old` rivals are drawn from (`rl.league.League`; None: no league)."""
         self.reset_memory = reset_memory
@@ -214,7 +217,7 @@ class Rollouts:
         self.temperature = temperature
         count = min(workers, schedule.games)
         self.workers: list[Any] = (
-            [LocalWorker(settings)] if count == 0 else [WorkerProcess(settings) for _ in range(count)]
+            [LocalWorker(settings)] if count == 0 else [self._new_worker() for _ in range(count)]
         )
         self.slots: list[_Slot] = []
         self.replaced = 0
@@ -334,11 +337,14 @@ class Rollouts:
             answers.update(self._replace(w, slots, op))
         return answers
 
+    def _new_worker(self) -> Any:
+        return WorkerProcess(self.settings) if self.ray is None else RayWorker(self.settings, self.ray)
+
     def _replace(self, w: int, slots: list[int], op: str) -> dict[int, Step]:
         if op != "step":
             raise WorkerDied(f"a rollout process died while its games were being {op}ed")
         self.workers[w].close()
-        self.workers[w] = WorkerProcess(self.settings)
+        self.workers[w] = self._new_worker()
         self.replaced += 1
         out = {}
         plans = {s: self.schedule.plan(s, self.slots[s].plan.number + 1) for s in slots}

@@ -13,7 +13,9 @@ one at a time:
 An exception inside a request is sent back as ("error", text) and raised in the learner. A process
 that dies (killed, out of memory) shows as a closed pipe or a dead process: `WorkerProcess.receive`
 raises `WorkerDied`, and the engine marks its games invalid and starts a fresh process in its place.
-`LocalWorker` is the same interface in the learner's own process (the serial mode, workers=0).
+`LocalWorker` is the same interface in the learner's own process (the serial mode, workers=0), and
+`RayWorker` a Ray actor's (train-ppo --ray: the games on any node of a cluster; a dead actor is a
+`WorkerDied` as a dead process is).
 `rival` is a policy rival's tokens of the decision in a two-player game (None: the game's AI or the
 scripted player plays the other side).
 
@@ -22,6 +24,7 @@ Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py -k killed
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import signal
 import traceback
@@ -166,3 +169,75 @@ class WorkerProcess:
 
 
 __all__ = ["LocalWorker", "Step", "WorkerDied", "WorkerProcess"]
+
+
+class _RayServer:
+    """The Ray actor behind `RayWorker`: the requests of the module docstring over its games."""
+
+    def __init__(self, settings: RolloutSettings) -> None:
+        self.games: dict[int, RolloutGame] = {}
+        self._handler = _Handler(settings, self.games)
+
+    def handle(self, request: tuple) -> Any:
+        try:
+            return self._handler.handle(request)
+        except Exception:
+            return ("error", traceback.format_exc())
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+    def close(self) -> None:
+        for game in self.games.values():
+            game.shutdown()
+        self.games.clear()
+
+
+class RayWorker:
+    """A Ray actor (one CPU, never restarted) serving the requests of the module docstring; `ray` is the
+    connected `ray` module."""
+
+    def __init__(self, settings: RolloutSettings, ray: Any) -> None:
+        self._ray = ray
+        self.actor = ray.remote(num_cpus=1, max_restarts=0)(_RayServer).remote(settings)
+        self._pending: Any = None
+        self._dead = False
+        self._pid: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        if self._pid is None and not self._dead:
+            try:
+                self._pid = self._ray.get(self.actor.pid.remote())
+            except self._ray.exceptions.RayActorError:
+                self._dead = True
+        return self._pid
+
+    def send(self, request: tuple) -> None:
+        if self._dead:
+            raise WorkerDied("the rollout actor is gone")
+        self._pending = self.actor.handle.remote(request)
+
+    def receive(self) -> Any:
+        try:
+            answer = self._ray.get(self._pending)
+        except self._ray.exceptions.RayActorError as error:
+            self._dead = True
+            raise WorkerDied(
+                f"rollout actor {self._pid or '?'} died ({str(error).splitlines()[0]})"
+            ) from None
+        if isinstance(answer, tuple) and answer and answer[0] == "error":
+            raise RuntimeError(f"rollout actor {self._pid or '?'} failed:\n{answer[1]}")
+        return answer
+
+    def alive(self) -> bool:
+        return not self._dead
+
+    def close(self) -> None:
+        if not self._dead:
+            with contextlib.suppress(Exception):  # a dying actor: it is killed below either way
+                self._ray.get(self.actor.close.remote(), timeout=10)
+        self._ray.kill(self.actor)
+        self._dead = True
