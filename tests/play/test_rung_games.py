@@ -167,6 +167,33 @@ def test_random_games_on_the_adaptive_schedule(ladder: Path, tmp_path: Path) -> 
     assert sum(entry["games"] for entry in report["rungs"].values()) == 2
 
 
+def test_a_checkpoint_plays_the_rungs_with_the_decoding_asked_for(ladder: Path, tmp_path: Path) -> None:
+    from hoi4_arena.models.checkpoint import Provenance, save_checkpoint
+    from hoi4_arena.models.config import PolicyConfig
+    from hoi4_arena.models.policy import Policy
+
+    tiny = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
+    checkpoint = save_checkpoint(
+        tmp_path / "tiny.pt", Policy(PolicyConfig(layout="cpu", **tiny)), provenance=Provenance("none", 0)
+    )
+    out = tmp_path / "policy"
+    decoding = ("--point", "--follow-through", "--reset-memory", "4")
+    args = (str(checkpoint), ladder, out, "--rungs", "S3", "--games", "1", "--max-days", "6")
+    result = _invoke(*args, *decoding)
+    assert result.exit_code == 0, result.output
+    (row,) = read_results(out / "results.jsonl")
+    assert row.valid and row.extra["rung"] == "S3" and row.player.endswith("/tiny")  # folder/stem
+    stored = json.loads((out / "rung-games.settings.json").read_text())["settings"]
+    assert stored["decoding"] == {
+        "point": True,
+        "temperature": 1.0,
+        "reset_memory": 4,
+        "follow_through": True,
+    }
+    other = _invoke(*args, "--reset-memory", "2")  # other decoding, same folder: refused
+    assert other.exit_code != 0 and "other settings" in str(other.exception)
+
+
 # --- bad input -------------------------------------------------------------------------------------------
 
 

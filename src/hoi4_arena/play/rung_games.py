@@ -95,6 +95,14 @@ class RungGamesConfig:
     """Video codec of the sessions: x264 or ffv1."""
     threads: int = 1
     """Torch CPU threads for a checkpoint's policy (0: torch's default)."""
+    point: bool = False
+    """A checkpoint: each move on its likeliest spot (kinds still sampled), as the quickstart plays."""
+    temperature: float = 1.0
+    """A checkpoint's sampling temperature."""
+    reset_memory: int = 0
+    """A checkpoint: start its memory afresh every N decisions (0: never); the quickstart's policy: 8."""
+    follow_through: bool = False
+    """A checkpoint, with --point: once a decision acts, its later slots take the likeliest kinds."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -351,7 +359,13 @@ def load_policy(config: RungGamesConfig) -> tuple[Any, dict[str, Any]]:
         torch.set_num_threads(config.threads)
     path = Path(config.player)
     try:
-        policy = PolicyPlayer(path)
+        policy = PolicyPlayer(
+            path,
+            mode="point" if config.point else "sample",
+            temperature=config.temperature,
+            reset_memory=config.reset_memory,
+            follow_through=config.follow_through,
+        )
     except UserError:
         raise
     except Exception as error:  # torch.load of a file that is no checkpoint fails in many ways (KeyError ...)
@@ -420,6 +434,13 @@ def run_rung_games(config: RungGamesConfig) -> dict[str, Any]:
         "seed": config.seed,
         "max_days": config.max_days,
     }
+    if policy is not None and config.player not in BUILTIN:
+        settings["decoding"] = {
+            "point": config.point,
+            "temperature": config.temperature,
+            "reset_memory": config.reset_memory,
+            "follow_through": config.follow_through,
+        }
     done = open_run(config.out, SETTINGS, settings, "rung-games")
     run_id = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
     speed = int(config.listing.get("settings", {}).get("speed", 5))
