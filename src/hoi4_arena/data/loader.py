@@ -93,7 +93,8 @@ class DataSettings:
             raise UserError(f"hold_gb must be >= 0, got {self.hold_gb}")
 
     def spans(self, session: SessionSource) -> list:
-        return plan_spans(session.decisions, self.window, self.lead_in)
+        spans = plan_spans(session.decisions, self.window, self.lead_in)
+        return [span for span in spans if span.first >= session.start] if session.start else spans
 
 
 @dataclass

@@ -50,6 +50,9 @@ class SessionSource:
     active: tuple[int, ...] | None = None
     """Indices of the decisions that hold any recorded input (None: not known, every window counts as
     active); the loader's `idle_windows` keeps only a share of the windows without any."""
+    start: int = 0
+    """The first decision training learns from (train-bc --rung: the rung's moment in the game); the
+    loader's windows that would train an earlier one are left out."""
 
 
 @dataclass
@@ -81,10 +84,50 @@ def check_sources(sources: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(set(sources), key=known.index))
 
 
+RUNGS = ("S0", "S1", "S2", "S3")
+"""make-ladder's rungs, as moments of a recorded game: S0 its start, S1 the war declared, S2 the side's
+first army, S3 the first army whose front is the enemy."""
+
+
+def rung_moment(path: Path, side: str | None, rung: str, windows: list) -> int | None:
+    """The first decision of a session at which its ARENA log (arena-log.jsonl, each line with the frame
+    it was read at) shows `rung` reached by `side`; None when it never does."""
+    from hoi4_arena.gamelog import parse_line
+
+    if rung == "S0":
+        return 0
+    log = path / "arena-log.jsonl"
+    if side not in ("BLU", "RED") or not log.is_file():
+        return None
+    enemy = "RED" if side == "BLU" else "BLU"
+    frame = None
+    for text in log.read_text(encoding="utf-8").splitlines():
+        item = json.loads(text)
+        line = parse_line(item["line"])
+        if line is None:
+            continue
+        if rung == "S1":
+            reached = line.kind == "declare"
+        else:
+            reached = line.kind == "army" and line["tag"] == side and (rung == "S2" or line["front"] == enemy)
+        if reached:
+            frame = int(item["frame"])
+            break
+    if frame is None:
+        return None
+    return next((w.index for w in windows if w.frame >= frame), None)
+
+
 def find_sessions(
-    data_dir: str | Path, sources: tuple[str, ...] = DEFAULT_SOURCES, layout: str = "cpu"
+    data_dir: str | Path,
+    sources: tuple[str, ...] = DEFAULT_SOURCES,
+    layout: str = "cpu",
+    rung: str | None = None,
 ) -> DataSet:
-    """The train and val sessions of `data_dir` of the given sources (see the module docstring)."""
+    """The train and val sessions of `data_dir` of the given sources (see the module docstring); with
+    `rung`, each starts at that rung's moment (`rung_moment`) and one that never reaches it is skipped."""
+    if rung is not None and rung not in RUNGS:
+        raise UserError(f"--rung must be one of {', '.join(RUNGS)}, not {rung!r}")
     sources = check_sources(tuple(sources))
     view_layout = ViewLayout.named(layout)
     folders = find_session_folders(data_dir)  # UserError when the folder does not exist
@@ -121,8 +164,16 @@ def find_sessions(
             log.warning("skipping session %s: it holds no 200 ms decision", entry.path)
             data.skipped.append({"path": str(entry.path), "reason": "no decision"})
             continue
+        start = 0
+        if rung is not None:
+            moment = rung_moment(Path(entry.path), getattr(entry.manifest, "side", None), rung, windows)
+            if moment is None:
+                log.warning("skipping session %s: its ARENA log never shows rung %s", entry.path, rung)
+                data.skipped.append({"path": str(entry.path), "reason": f"rung {rung} never reached"})
+                continue
+            start = moment
         source = entry.manifest.source if own else IDM_SOURCE
-        found = SessionSource(str(entry.path), entry.id, source, entry.split, decisions, active)
+        found = SessionSource(str(entry.path), entry.id, source, entry.split, decisions, active, start)
         (data.train if entry.split == "train" else data.val).append(found)
     if not data.train:
         parts = [f"{len(folders)} session folder(s)"]

@@ -291,7 +291,7 @@ def train_bc(
     policy_config = config.policy_config
 
     # --- data ---
-    data: DataSet = find_sessions(config.data, config.sources, config.layout)
+    data: DataSet = find_sessions(config.data, config.sources, config.layout, rung=config.rung)
     if saved is not None and saved.extra["data"]["train"] != data.describe()["train"]:
         raise UserError(
             f"the training sessions under {config.data} changed since this run started "

@@ -87,6 +87,10 @@ class BCConfig:
     """Manifest sources used as demonstrations: human, scripted, ai, policy; idm: sessions an IDM labelled."""
     drop_keys: tuple[int, ...] = ()
     """Virtual-key codes whose tokens are removed from the demonstrations (e.g. 0x20)."""
+    rung: str | None = None
+    """Learn only what follows a rung's moment in each game (make-ladder's S1 the war declared, S2 the
+    side's first army, S3 its army on the front), read from the session's ARENA log; a session that
+    never reaches it is skipped."""
     open_sessions: int = 4
     """Sessions each data stream plays at once."""
     shuffle_windows: int = 64
@@ -111,6 +115,8 @@ class BCConfig:
     """--sources idm: the loss weight of a labelled decision (a recorded one weighs 1)."""
 
     def __post_init__(self) -> None:
+        if self.rung is not None and self.rung not in ("S0", "S1", "S2", "S3"):
+            raise UserError(f"--rung must be one of S0, S1, S2, S3, not {self.rung!r}")
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "drop_keys", tuple(int(k) for k in self.drop_keys))
         object.__setattr__(self, "policy", dict(self.policy))
