@@ -274,7 +274,12 @@ def probe_command(config: ProbeConfig, peer: _PEER = None, peers: _PEERS = None)
 
 # --- stations: the worker over TLS for another machine (cluster/) --------------------------------
 
-from hoi4_arena.cluster.station_config import BundlePeerConfig, ProbePeerConfig, ServeWorkerConfig  # noqa: E402
+from hoi4_arena.cluster.station_config import (  # noqa: E402
+    BundlePeerConfig,
+    ClusterConfig,
+    ProbePeerConfig,
+    ServeWorkerConfig,
+)
 
 
 @app.command("serve-worker", rich_help_panel="Screen and workers")
@@ -305,6 +310,16 @@ def probe_peer_command(config: ProbePeerConfig) -> None:
     from hoi4_arena.terminal import print_json
 
     print_json(probe_peer(config.name, config.peers, captures=config.captures, observer=config.observer))
+
+
+@app.command("cluster", rich_help_panel="Screen and workers")
+@from_config(ClusterConfig, arguments=("action",))
+def cluster_command(config: ClusterConfig) -> None:
+    """The Ray cluster that --ray runs on: `cluster status` lists its nodes, stations and busy CPUs."""
+    from hoi4_arena.cluster.ray_games import cluster_status
+    from hoi4_arena.terminal import print_json
+
+    print_json(cluster_status(config.ray))
 
 
 # --- watching a game: telemetry and the live web view (cluster/, observer access only) ---------------

@@ -169,6 +169,17 @@ def test_train_ppo_on_ray_learns_what_it_learns_with_local_processes(tmp_path: P
         PPOConfig(out=str(tmp_path / "x"), ray=cluster, workers=0)
 
 
+def test_cluster_status_lists_the_nodes_and_their_cpus(cluster: str) -> None:
+    from hoi4_arena.cluster.ray_games import cluster_status
+
+    status = cluster_status(cluster)
+    (node,) = status["nodes"]
+    assert node["alive"] and node["cpus"] == 2 and not node["station"]
+    assert status["alive"] == 1 and status["stations"] == 0 and status["cpus"] == 2
+    assert 0 <= status["cpus_busy"] <= 2
+    assert ray.is_initialized()  # a connection the caller holds is kept
+
+
 def test_a_missing_ray_is_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
     from hoi4_arena.cluster.ray_games import RayGames
 

@@ -202,3 +202,36 @@ class RayGames:
 def _first_line(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
+
+
+STATION = "hoi4_station"
+"""The custom resource of a node whose display has a game (a station): `ray start --resources
+'{"hoi4_station": 1}'`."""
+
+
+def cluster_status(address: str) -> dict[str, Any]:
+    """The nodes of the Ray cluster at `address` (auto, local or a head's HOST:PORT): each node's address,
+    whether it is alive, its CPUs and whether it is a station, and how many CPUs are busy now (one a game
+    or rollout worker)."""
+    with RayGames.connect(address) as games:
+        ray = games.ray
+        nodes = [
+            {
+                "node": node["NodeID"][:12],
+                "address": node.get("NodeManagerAddress"),
+                "alive": bool(node.get("Alive")),
+                "cpus": node.get("Resources", {}).get("CPU", 0),
+                "station": node.get("Resources", {}).get(STATION, 0) > 0,
+            }
+            for node in ray.nodes()
+        ]
+        total = ray.cluster_resources()
+        free = ray.available_resources()
+        return {
+            "ray": address,
+            "nodes": nodes,
+            "alive": sum(n["alive"] for n in nodes),
+            "stations": sum(n["station"] and n["alive"] for n in nodes),
+            "cpus": total.get("CPU", 0),
+            "cpus_busy": total.get("CPU", 0) - free.get("CPU", 0),
+        }

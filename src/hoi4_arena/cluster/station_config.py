@@ -95,3 +95,23 @@ class ProbePeerConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.captures <= 10_000:
             raise UserError(f"--captures must be between 1 and 10000, not {self.captures}")
+
+
+CLUSTER_ACTIONS = ("status",)
+
+
+@dataclass
+class ClusterConfig:
+    """Settings of `hoi4-arena cluster`."""
+
+    action: str
+    """status: the Ray cluster's nodes (alive, CPUs, stations) and its busy CPUs, as JSON."""
+    ray: str = "auto"
+    """The cluster: auto (the one this machine is part of), local (one started for the command) or a
+    head's HOST:PORT."""
+
+    def __post_init__(self) -> None:
+        if self.action not in CLUSTER_ACTIONS:
+            raise UserError(
+                f"cluster ACTION must be one of {', '.join(CLUSTER_ACTIONS)}, not {self.action!r}"
+            )
