@@ -333,6 +333,20 @@ SETUP_STEPS = ("army", "front", "offensive", "executed")
 """The steps of a side's setup, in the order a player takes them (see `setup_milestones`)."""
 
 
+def setup_steps_shown(line: ArenaLine, tag: str) -> dict[str, bool]:
+    """Which of SETUP_STEPS one parsed ARENA line shows done by side `tag` (all False unless it is an
+    `army` line of `tag`): what `setup_milestones` counts, line by line."""
+    if line.kind != "army" or line["tag"] != tag:
+        return dict.fromkeys(SETUP_STEPS, False)
+    enemy = "RED" if tag == "BLU" else "BLU"
+    return {
+        "army": True,
+        "front": line["front"] == enemy,
+        "offensive": bool(line["plan"]),
+        "executed": line["executing"] == 1,
+    }
+
+
 def setup_milestones(lines: Iterable[str | ArenaLine], tag: str) -> dict[str, Any]:
     """How far side `tag` got with its setup, read from the daily `army` lines of a game's ARENA log.
 
@@ -348,7 +362,6 @@ def setup_milestones(lines: Iterable[str | ArenaLine], tag: str) -> dict[str, An
     """
     if tag not in ("BLU", "RED"):
         raise ValueError(f"tag must be BLU or RED, not {tag!r}")
-    enemy = "RED" if tag == "BLU" else "BLU"
     days: dict[str, int | None] = dict.fromkeys(SETUP_STEPS)
     for item in lines:
         line = parse_line(item) if isinstance(item, str) else item
@@ -360,13 +373,7 @@ def setup_milestones(lines: Iterable[str | ArenaLine], tag: str) -> dict[str, An
         if line.kind != "army" or line["tag"] != tag:
             continue
         day = line["h"] // 24
-        seen = {
-            "army": True,
-            "front": line["front"] == enemy,
-            "offensive": bool(line["plan"]),
-            "executed": line["executing"] == 1,
-        }
-        for step, happened in seen.items():
+        for step, happened in setup_steps_shown(line, tag).items():
             if happened and days[step] is None:
                 days[step] = day
     return {**days, "complete": all(day is not None for day in days.values())}

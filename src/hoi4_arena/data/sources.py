@@ -92,25 +92,21 @@ first army, S3 the first army whose front is the enemy."""
 def rung_moment(path: Path, side: str | None, rung: str, windows: list) -> int | None:
     """The first decision of a session at which its ARENA log (arena-log.jsonl, each line with the frame
     it was read at) shows `rung` reached by `side`; None when it never does."""
-    from hoi4_arena.gamelog import parse_line
+    from hoi4_arena.gamelog import parse_line, setup_steps_shown
 
     if rung == "S0":
         return 0
     log = path / "arena-log.jsonl"
     if side not in ("BLU", "RED") or not log.is_file():
         return None
-    enemy = "RED" if side == "BLU" else "BLU"
+    step = {"S2": "army", "S3": "front"}.get(rung)  # the setup milestone whose first line is the moment
     frame = None
     for text in log.read_text(encoding="utf-8").splitlines():
         item = json.loads(text)
         line = parse_line(item["line"])
         if line is None:
             continue
-        if rung == "S1":
-            reached = line.kind == "declare"
-        else:
-            reached = line.kind == "army" and line["tag"] == side and (rung == "S2" or line["front"] == enemy)
-        if reached:
+        if line.kind == "declare" if step is None else setup_steps_shown(line, side)[step]:
             frame = int(item["frame"])
             break
     if frame is None:

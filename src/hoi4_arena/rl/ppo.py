@@ -340,24 +340,10 @@ def train_ppo(
             # How long each decision takes on the discount's clock: one tick (None), or with InfoPPO's
             # information clock the collecting policy's entropy there, in nats.
             elapsed = rollout.entropy if config.clock == "information" else None
-            advantages, _ = gae(
-                reward,
-                rollout.value,
-                done,
-                rollout.last_value,
-                gamma=config.gamma,
-                lam=config.lam,
-                exponents=elapsed,
-            )
-            _, value_target = gae(
-                outcome,
-                rollout.value,
-                done,
-                rollout.last_value,
-                gamma=config.gamma,
-                lam=config.lam,
-                exponents=elapsed,
-            )
+            shared = (rollout.value, done, rollout.last_value)
+            discount = {"gamma": config.gamma, "lam": config.lam, "exponents": elapsed}
+            advantages, _ = gae(reward, *shared, **discount)  # the shaped reward steers the actor
+            _, value_target = gae(outcome, *shared, **discount)  # the value learns the outcome alone
             value_target = value_target.clamp(0, 1)
             counted = advantages[valid]
             if counted.numel() > 1:
