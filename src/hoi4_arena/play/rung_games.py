@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.play.decoding import Decoding
 from hoi4_arena.play.runner import GamePlan, slug
 from hoi4_arena.results import GameResult, read_results, wilson
 from hoi4_arena.screen.game import GameRecord, GameSettings, TokenPlayer
@@ -66,7 +67,7 @@ BUILTIN = ("scripted", "random")
 
 
 @dataclass
-class RungGamesConfig:
+class RungGamesConfig(Decoding):
     """Settings of `hoi4-arena rung-games`."""
 
     player: str
@@ -97,19 +98,17 @@ class RungGamesConfig:
     """Video codec of the sessions: x264 or ffv1."""
     threads: int = 1
     """Torch CPU threads for a checkpoint's policy (0: torch's default)."""
-    point: bool = False
-    """A checkpoint: each move on its likeliest spot (kinds still sampled), as the quickstart plays."""
-    temperature: float = 1.0
-    """A checkpoint's sampling temperature."""
-    reset_memory: int = 0
-    """A checkpoint: start its memory afresh every N decisions (0: never); the quickstart's policy: 8."""
-    follow_through: bool = False
-    """A checkpoint, with --point: once a decision acts, its later slots take the likeliest kinds."""
     progress: bool = True
     """Progress bars on stderr."""
 
     def __post_init__(self) -> None:
         self.ladder, self.out = Path(self.ladder), Path(self.out)
+        self.check_decoding(
+            "--point, --deterministic, --reset-memory and --follow-through are for a checkpoint, not "
+            f"the {self.player} player"
+            if self.player in BUILTIN
+            else None
+        )
         for what, value, low in (
             ("--games", self.games, 1),
             ("--window", self.window, 1),
@@ -310,7 +309,7 @@ def load_policy(config: RungGamesConfig) -> tuple[Any, dict[str, Any]]:
     try:
         policy = PolicyPlayer(
             path,
-            mode="point" if config.point else "sample",
+            mode=config.decoding_mode,
             temperature=config.temperature,
             reset_memory=config.reset_memory,
             follow_through=config.follow_through,
@@ -460,6 +459,7 @@ def run_rung_games(config: RungGamesConfig) -> dict[str, Any]:
     if policy is not None and config.player not in BUILTIN:
         settings["decoding"] = {
             "point": config.point,
+            "deterministic": config.deterministic,
             "temperature": config.temperature,
             "reset_memory": config.reset_memory,
             "follow_through": config.follow_through,
