@@ -123,6 +123,11 @@ class PolicyOutput:
     """(B, T) its logit (for BCE)."""
     state: PolicyState
     """The state after the window's last decision."""
+    hidden: torch.Tensor | None = None
+    """(B, T, hidden) the memory after each decision (train-bc's auxiliary objectives read it; `forward`
+    fills it, `forward_naive` leaves None)."""
+    summary: torch.Tensor | None = None
+    """(B, T, summary_dim) the encoder's summary vector of each decision's frame (`forward` only)."""
 
     @property
     def logp(self) -> torch.Tensor:
@@ -374,6 +379,8 @@ class Policy(nn.Module):
             value=value,
             value_logit=logit,
             state=PolicyState(hidden[:, -1], tokens[:, -1]),
+            hidden=hidden,
+            summary=seen.summary,
         )
 
     def forward_naive(
