@@ -59,6 +59,7 @@ from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_D
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.advantage import AdvantageWeights
 from hoi4_arena.training.bc_config import BCConfig
+from hoi4_arena.training.objectives import Objectives, build_objectives
 from hoi4_arena.training.run_control import device_of, stop_on_interrupt
 
 log = logging.getLogger(__name__)
@@ -126,6 +127,14 @@ class Tally:
         self.kind_correct = 0
         self.slots = 0
         self.distances: list[float] = []
+        self.objectives: dict[str, list[float]] = {}  # name -> [sum of loss x decisions, decisions]
+
+    def add_objectives(self, losses: dict[str, tuple[torch.Tensor, int]]) -> None:
+        """Each objective's batch mean, weighted by the decisions it scored."""
+        for name, (loss, count) in losses.items():
+            total = self.objectives.setdefault(name, [0.0, 0])
+            total[0] += float(loss.detach()) * count
+            total[1] += count
 
     def add(self, out: PolicyOutput, tokens: torch.Tensor, mask: torch.Tensor, pointer: bool = False) -> None:
         nll = slot_nll(out).detach()
@@ -156,6 +165,7 @@ class Tally:
             "kind_correct": self.kind_correct,
             "slots": self.slots,
             "distances": list(self.distances),
+            "objectives": {k: list(v) for k, v in self.objectives.items()},
         }
 
     @classmethod
@@ -166,6 +176,7 @@ class Tally:
         tally.group_slots = np.asarray(state["group_slots"], dtype=np.int64)
         tally.kind_correct, tally.slots = state["kind_correct"], state["slots"]
         tally.distances = list(state["distances"])
+        tally.objectives = {k: list(v) for k, v in state.get("objectives", {}).items()}
         return tally
 
     def summary(self) -> dict[str, Any]:
@@ -187,6 +198,9 @@ class Tally:
             out["pointer_distance_mean"] = float(d.mean()) if len(d) else None
             out["pointer_exact"] = float((d == 0).mean()) if len(d) else None
             out["pointer_within_8"] = float((d <= 8).mean()) if len(d) else None
+        if self.objectives:  # only with an objective on: plain BC's report is what it was
+            out["objectives"] = {k: mean(total, int(n)) for k, (total, n) in self.objectives.items()}
+            out["objective_decisions"] = {k: int(n) for k, (_, n) in self.objectives.items()}
         return out
 
 
@@ -198,16 +212,28 @@ def evaluate(
     refs: list,
     config: BCConfig,
     device: torch.device,
+    objectives: Objectives | None = None,
 ) -> dict[str, Any]:
-    """Held-out loss per token kind, kind accuracy and pointer distance (lattice units), teacher-forced."""
+    """Held-out loss per token kind, kind accuracy and pointer distance (lattice units), teacher-forced;
+    with `objectives`, their held-out losses too (xm's negatives drawn from the seed, the same each pass)."""
     policy.eval()
     tally = Tally()
-    for batch in loader.ordered(sessions, refs):
+    for number, batch in enumerate(loader.ordered(sessions, refs)):
         obs, tokens, mask, state = to_device(batch, policy, device)
         out = policy(obs, tokens, state, chunk=None, pointer_sigma=config.pointer_sigma)
         tally.add(out, tokens, mask, pointer=True)
+        if objectives is not None:
+            tally.add_objectives(
+                objectives.losses(out, batch, mask, objective_seed(config.seed, -1 - number))
+            )
     policy.train()
     return tally.summary()
+
+
+def objective_seed(seed: int, step: int) -> int:
+    """The seed of xm's negatives at training `step` (held-out batches use negative steps): a function of
+    the run's seed and the step alone, so a resumed run draws what an uninterrupted one would."""
+    return (seed * 1_000_003 + step) % 2**63
 
 
 def decayed_lr(lr: float, fraction: float) -> float:
@@ -331,8 +357,16 @@ def train_bc(
     elif config.init is not None:
         policy.load_state_dict(initial_weights(config.init, policy_config))
     policy.train()
+    # Training-only heads (--auxiliary, --objective xm): None when off; saved in progress.pt alone.
+    objectives = build_objectives(config, policy_config, data.train + data.val, data.train, settings)
     trained = [p for p in policy.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trained, lr=config.lr, weight_decay=config.weight_decay)
+    heads: list[torch.nn.Parameter] = []
+    if objectives is not None:
+        objectives.to(device)
+        if saved is not None:
+            objectives.load_state_dict(saved.extra["objectives"])
+        heads = list(objectives.parameters())
+    optimizer = torch.optim.AdamW(trained + heads, lr=config.lr, weight_decay=config.weight_decay)
     progress: dict[str, Any] = {
         "step": 0,
         "position": DataPosition(0, tuple(0 for _ in range(max(config.workers, 1)))).to_dict(),
@@ -369,6 +403,8 @@ def train_bc(
         extra = {"train_config": config.to_dict(), "data": data.describe(), **progress}
         if with_optimizer:
             extra["rng"] = rng_states()
+            if objectives is not None:
+                extra["objectives"] = {k: v.detach().cpu() for k, v in objectives.state_dict().items()}
         return save_checkpoint(
             path, policy, provenance=provenance, optimizer=optimizer if with_optimizer else None, extra=extra
         )
@@ -433,6 +469,13 @@ def train_bc(
                     rows = [config.idm_weight if key[0] in ids else 1.0 for key in batch.keys]
                     scored = scored * torch.tensor(rows, device=device)[:, None]
                 loss = (slot_nll(out_, weight).sum(-1) * scored).sum() / counted.clamp(min=1)
+                total = loss
+                extra_losses = {}
+                if objectives is not None:
+                    extra_losses = objectives.losses(
+                        out_, batch, mask, objective_seed(config.seed, progress["step"])
+                    )
+                    total = loss + objectives.total(extra_losses)
                 optimizer.zero_grad(set_to_none=True)
                 grad_norm = 0.0
                 if config.lr_decay_minutes:
@@ -443,9 +486,11 @@ def train_bc(
                     for group in optimizer.param_groups:
                         group["lr"] = decayed_lr(config.lr, progress["step"] / config.lr_decay_steps)
                 if counted > 0:  # a batch of bursts only teaches nothing; skip its update
-                    loss.backward()
+                    total.backward()
                     if config.grad_clip:
                         grad_norm = float(torch.nn.utils.clip_grad_norm_(trained, config.grad_clip))
+                        if heads:  # on their own: the policy's norm is what it would be without them
+                            torch.nn.utils.clip_grad_norm_(heads, config.grad_clip)
                     optimizer.step()
 
                 # --- counters and logs ---
@@ -470,11 +515,14 @@ def train_bc(
                 position = where
                 progress["position"] = where.to_dict()
                 epoch_tally.add(out_, tokens, mask)
+                epoch_tally.add_objectives(extra_losses)
                 step = progress["step"]
                 window_decisions += int(a["region"].sum())
                 writer.add_scalar("train/loss", loss.item(), step)
                 writer.add_scalar("train/lr", optimizer.param_groups[0]["lr"], step)
                 writer.add_scalar("train/grad_norm", grad_norm, step)
+                for name, (value, _) in extra_losses.items():
+                    writer.add_scalar(f"train/objective_{name}", value.item(), step)
                 if now - window_start >= 10.0:
                     writer.add_scalar("train/decisions_per_s", window_decisions / (now - window_start), step)
                     window_start, window_decisions = now, 0
@@ -496,7 +544,9 @@ def train_bc(
                 break
 
             # --- end of epoch: held-out metrics, checkpoints ---
-            held_out = evaluate(policy, loader, data.val, val_refs, config, device) if val_refs else None
+            held_out = (
+                evaluate(policy, loader, data.val, val_refs, config, device, objectives) if val_refs else None
+            )
             train_summary = epoch_tally.summary()
             epoch_tally = Tally()
             progress["epochs_completed"] = epoch + 1
@@ -510,6 +560,9 @@ def train_bc(
             for name, value in ((held_out or {}).get("loss_by_kind") or {}).items():
                 if value is not None:
                     writer.add_scalar(f"held_out/loss_{name}", value, progress["step"])
+            for name, value in ((held_out or {}).get("objectives") or {}).items():
+                if value is not None:
+                    writer.add_scalar(f"held_out/objective_{name}", value, progress["step"])
             position = DataPosition(epoch + 1, tuple(0 for _ in position.starts))
             progress["position"] = position.to_dict()
             save(out / f"epoch-{epoch + 1:04d}.pt", with_optimizer=False)
@@ -533,7 +586,9 @@ def train_bc(
     else:
         train_now = progress["history"][-1]["train"] if progress["history"] else None
     seconds = progress["train_seconds"]
+    described = {"objectives": objectives.describe()} if objectives is not None else {}
     return {
+        **described,
         "stopped": stop,
         "steps": progress["step"],
         "epochs_completed": progress["epochs_completed"],

@@ -15,6 +15,21 @@ from typing import Any
 
 from hoi4_arena.errors import UserError
 
+# The auxiliary objectives' kinds (training/objectives.py; named here so the CLI needs no torch), and
+# which setting belongs to which: one given without its objective is refused rather than ignored.
+AUXILIARY = ("dense", "sparse")
+OBJECTIVES = ("bc", "xm")
+XM_FORMS = ("dot", "cosine")
+OBJECTIVE_SETTINGS = {
+    "auxiliary_weight": ("--auxiliary dense or sparse", ("dense", "sparse")),
+    "projections": ("--auxiliary dense", ("dense",)),
+    "sparsity_shift": ("--auxiliary sparse", ("sparse",)),
+    "xm_weight": ("--objective xm", ("xm",)),
+    "xm_candidates": ("--objective xm", ("xm",)),
+    "xm_form": ("--objective xm", ("xm",)),
+    "xm_latents": ("--objective xm", ("xm",)),
+}
+
 # Fields a resumed run may change: they bound or pace the run, not what it computes (threads and
 # device may change the last bits of the arithmetic; the same ones reproduce a run exactly).
 RESUMABLE_CHANGES = ("epochs", "max_minutes", "max_steps", "save_every", "threads", "device", "hold_gb")
@@ -113,14 +128,63 @@ class BCConfig:
     """--sources idm: leave out labelled decisions with a token less likely than this (log-likelihood)."""
     idm_weight: float = 1.0
     """--sources idm: the loss weight of a labelled decision (a recorded one weighs 1)."""
+    auxiliary: str | None = None
+    """A training-only auxiliary loss from the memory (training/objectives.py): none, dense (the next
+    decision's encoder summary through --projections fixed random projections, cosine loss) or sparse (the
+    ARENA facts where the game's state changes, --sparsity-shift decisions ahead)."""
+    auxiliary_weight: float = 1.0
+    """--auxiliary's loss weight beside the BC loss."""
+    projections: int = 32
+    """--auxiliary dense: rows of the fixed seeded random projection of the next summary (the target's size)."""
+    sparsity_shift: int = 5
+    """--auxiliary sparse: predict a change this many decisions before the decision that shows it (0: at it)."""
+    objective: str = "bc"
+    """bc, or xm: beside the BC loss a contrastive next-latent loss (InfoNCE over --xm-candidates decisions
+    of the batch; this project's reading of the option names, see training/objectives.py)."""
+    xm_weight: float = 1.0
+    """--objective xm: the contrastive loss's weight beside the BC loss."""
+    xm_candidates: int = 16
+    """--objective xm: candidates scored per decision, the true next latent and N-1 others of the batch."""
+    xm_form: str = "cosine"
+    """--objective xm: the score of a prediction and a candidate: dot, or cosine (over a temperature of 0.1)."""
+    xm_latents: int = 64
+    """--objective xm: width of the learned latent of the next decision's encoder summary."""
 
     def __post_init__(self) -> None:
         if self.rung is not None and self.rung not in ("S0", "S1", "S2", "S3"):
             raise UserError(f"--rung must be one of S0, S1, S2, S3, not {self.rung!r}")
+        if self.auxiliary == "none":
+            object.__setattr__(self, "auxiliary", None)
+        if self.auxiliary is not None and self.auxiliary not in AUXILIARY:
+            raise UserError(f"--auxiliary must be one of {', '.join(AUXILIARY)}, not {self.auxiliary!r}")
+        if self.objective not in OBJECTIVES:
+            raise UserError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}")
+        if self.xm_form not in XM_FORMS:
+            raise UserError(f"--xm-form must be one of {', '.join(XM_FORMS)}, not {self.xm_form!r}")
+        if not isinstance(self.xm_candidates, int) or self.xm_candidates < 2:
+            raise UserError(
+                f"xm_candidates must be an integer >= 2 (the true latent and at least one other), "
+                f"got {self.xm_candidates!r}"
+            )
+        chosen = {self.auxiliary, self.objective}
+        defaults = {f.name: f.default for f in fields(self)}
+        for name, (needs, kinds) in OBJECTIVE_SETTINGS.items():
+            if getattr(self, name) != defaults[name] and not chosen & set(kinds):
+                raise UserError(
+                    f"--{name.replace('_', '-')} applies to {needs} only; give that too, or leave it out"
+                )
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "drop_keys", tuple(int(k) for k in self.drop_keys))
         object.__setattr__(self, "policy", dict(self.policy))
-        positive = ("window", "batch", "epochs", "open_sessions", "shuffle_windows")
+        positive = (
+            "window",
+            "batch",
+            "epochs",
+            "open_sessions",
+            "shuffle_windows",
+            "projections",
+            "xm_latents",
+        )
         for name in positive:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise UserError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
@@ -133,6 +197,7 @@ class BCConfig:
             "freeze_blocks",
             "val_windows",
             "lr_decay_steps",
+            "sparsity_shift",
         ):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise UserError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
@@ -144,6 +209,8 @@ class BCConfig:
             "weight_decay",
             "grad_clip",
             "lr_decay_minutes",
+            "auxiliary_weight",
+            "xm_weight",
         ):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
