@@ -24,6 +24,11 @@ end of each epoch (held-out metrics, checkpoints). The pieces:
   (models/pointer_target.py). `aim_weight` multiplies the pointer terms of aim moves (`aim_moves`: the
   last move before a mouse button token, where a click or a drag lands); the other moves of a path keep
   weight 1. The held-out loss is never weighted.
+- Objectives (training/objectives.py): `--auxiliary dense|sparse` and `--objective xm` add training-only
+  losses read from the memory through heads of their own, each logged apart (train/objective_NAME,
+  held_out/objective_NAME, `objectives` in the epoch reports). The heads are saved in progress.pt only,
+  never in the policy checkpoints, and their gradient is clipped on its own, so the policy's clipping
+  is plain BC's: with every objective off, or at weight 0, the weights are plain BC's bit for bit.
 - Saves: OUT/epoch-NNNN.pt and OUT/last.pt after each epoch; OUT/progress.pt (model, optimizer, RNG
   states, data position, counters) every `save_every` seconds and after each epoch; a clean stop
   (--max-minutes, --max-steps, Ctrl+C) saves progress.pt and last.pt. `resume=True` continues from
