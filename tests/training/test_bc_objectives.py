@@ -23,7 +23,7 @@ from hoi4_arena.data.loader import Batch, DataSettings, WindowLoader
 from hoi4_arena.data.sources import find_sessions
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
-from hoi4_arena.models.policy import Policy
+from hoi4_arena.models.policy import Observation, Policy
 from hoi4_arena.training.bc import to_device, train_bc
 from hoi4_arena.training.bc_config import BCConfig
 from hoi4_arena.training.objectives import (
@@ -81,6 +81,17 @@ def test_the_objectives_at_weight_0_train_plain_bcs_weights_and_stay_out_of_the_
     for name in ("last.pt", "epoch-0001.pt"):
         checkpoint = load_checkpoint(tmp_path / "zero" / name)
         assert set(checkpoint.policy.state_dict()) == policy_keys and "objectives" not in checkpoint.extra
+    policy = checkpoint.policy  # and plays: one decision from a blank screen
+    sizes = policy.sizes
+    blank = Observation(
+        torch.zeros(1, *sizes.global_hw, 3, dtype=torch.uint8),
+        torch.zeros(1, 4, *sizes.quadrant_hw, 3, dtype=torch.uint8),
+        torch.zeros(1, sizes.fovea, sizes.fovea, 3, dtype=torch.uint8),
+        torch.tensor([1]),
+        torch.tensor([[512, 512]]),
+    )
+    tokens, _ = policy.act(blank, deterministic=True)
+    assert tokens.shape == (1, 8, 3)
     heads = load_checkpoint(tmp_path / "zero" / "progress.pt").extra["objectives"]
     assert any(k.startswith("dense.") for k in heads) and any(k.startswith("xm_predict.") for k in heads)
     assert "projection" not in heads  # made from the seed, never stored
