@@ -13,7 +13,8 @@ data/decode.py reads their views and tokens), and writes, per session, one folde
     pointer     int16 (N, 2)       the pointer's lattice position when the decision began
     speed       int8 (N,)          the game speed 1..5
     trainable   bool (N,)          whether the decision may carry loss (not a burst, with focus, ...)
-    facts       int16 (N, F)       ARENA facts per decision (`FACTS`), -1 where the log cannot say
+    facts       float64 (N, F)     the ARENA facts of each decision (training/probes.py's `FACTS`: day,
+                                   army, front, offensive, own side, provinces), NaN where unknown
 
 and OUT/layout.json: the format and version, the shapes and dtypes, the sessions (id, split, decisions,
 path), the checkpoint's path, its perception hash (`perception_sha256`: the sha256 of the encoder's,
@@ -45,11 +46,10 @@ import torch
 from hoi4_arena.data.decode import DecodeSettings, decode_session
 from hoi4_arena.data.sources import SessionSource, find_sessions
 from hoi4_arena.errors import UserError
-from hoi4_arena.gamelog import ArenaState, GameLogError, parse_line, setup_steps_shown
 from hoi4_arena.models.checkpoint import load_checkpoint, weights_sha256
 from hoi4_arena.models.policy import Observation, Policy
-from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.terminal import progress_bar
+from hoi4_arena.training.probes import FACTS, facts_for_session
 from hoi4_arena.training.research_config import FeaturesConfig
 from hoi4_arena.training.run_control import device_of
 
@@ -62,17 +62,6 @@ SESSIONS = "sessions"
 DONE = "done.json"
 PERCEPTION_MODULES = ("encoder", "detail", "cell_map")
 """The policy's modules `Policy.see` runs: their weights are the cache's encoder hash."""
-
-FACTS: dict[str, tuple[str, ...]] = {
-    "day": ("0-4", "5-9", "10-14", "15-19", "20-24", "25-29", "30+"),
-    "army": ("no", "yes"),
-    "front": ("no", "yes"),
-    "own_side": ("RED", "BLU"),
-    "provinces": ("fewer", "as_at_start", "more"),
-}
-"""The ARENA facts per decision and their classes: the game day in bins of 5 days; whether the recorded
-side has formed an army, and drawn an army's front on the enemy, so far; which side it plays; whether it
-holds fewer, as many or more provinces than at the game's start."""
 
 
 def perception_sha256(policy: Policy) -> str:
@@ -101,7 +90,7 @@ def array_specs(policy: Policy, cells_dtype: str) -> dict[str, dict[str, Any]]:
         "pointer": {"shape": [2], "dtype": "int16"},
         "speed": {"shape": [], "dtype": "int8"},
         "trainable": {"shape": [], "dtype": "bool"},
-        "facts": {"shape": [len(FACTS)], "dtype": "int16"},
+        "facts": {"shape": [len(FACTS)], "dtype": "float64"},
     }
 
 
@@ -118,39 +107,18 @@ def perceive(policy: Policy, obs: Observation) -> tuple[torch.Tensor, torch.Tens
 # --- ARENA facts ---
 
 
-def arena_facts(path: str | Path, decisions: int) -> np.ndarray:
-    """(decisions, len(FACTS)) int16 classes of `FACTS` at each decision's anchor frame, folded from the
-    session's arena-log.jsonl; -1 throughout when the log or the manifest's side is missing."""
-    facts = np.full((decisions, len(FACTS)), -1, np.int16)
-    reader = SessionReader(path)
-    side = reader.manifest.side
-    if side not in ("BLU", "RED") or not reader.log_records:
-        return facts
-    windows = reader.windows().windows[:decisions]
-    state, reached, start = ArenaState(), {"army": False, "front": False}, None
-    logs, next_log = reader.log_records, 0
-    for i, window in enumerate(windows):
-        while next_log < len(logs) and logs[next_log].frame <= window.frame:
-            try:
-                line = parse_line(logs[next_log].line)
-            except GameLogError as error:
-                raise UserError(f"{reader.path}: arena-log.jsonl line {next_log + 1}: {error}") from None
-            next_log += 1
-            if line is None:
-                continue
-            if line.kind == "start":
-                state, reached, start = ArenaState(), {"army": False, "front": False}, None
-            state.update(line)
-            shown = setup_steps_shown(line, side)
-            reached = {step: reached[step] or shown[step] for step in reached}
-            if line.kind == "day" and line["tag"] == side and start is None:
-                start = line["controlled"]
-        own = state.sides.get(side)
-        held = -1
-        if own is not None and start is not None:
-            held = 0 if own.controlled < start else 1 if own.controlled == start else 2
-        facts[i] = (min(state.h // 24 // 5, 6), reached["army"], reached["front"], side == "BLU", held)
-    return facts
+def session_facts(path: str | Path, decisions: int) -> np.ndarray:
+    """(decisions, len(FACTS)) float64: training/probes.py's facts of each decision in `FACTS` order
+    (classes as whole numbers), NaN throughout when the session's ARENA log or side cannot tell them."""
+    try:
+        facts = facts_for_session(path)
+    except UserError as error:
+        log.warning("session %s: no ARENA facts for the probes: %s", path, error)
+        return np.full((decisions, len(FACTS)), np.nan)
+    columns = [np.asarray(facts[name], np.float64) for name in FACTS]
+    if any(len(c) != decisions for c in columns):
+        raise UserError(f"{path}: its ARENA facts cover {len(columns[0])} decisions, the session {decisions}")
+    return np.stack(columns, axis=1).reshape(decisions, len(FACTS))
 
 
 # --- writing ---
@@ -221,7 +189,7 @@ def _write_session(
         )
         for name, spec in specs.items()
     }
-    arrays["facts"][:] = arena_facts(source.path, n)
+    arrays["facts"][:] = session_facts(source.path, n)
     clip = policy.sizes.clip if policy.config.reads_clip else 0
     recent: list[np.ndarray] = []  # the last `clip` global views (the first repeated before the start)
     pending: list[tuple[int, Any, np.ndarray | None]] = []
@@ -267,7 +235,7 @@ def _write_session(
         raise UserError(f"{source.path}: gave {count} decisions where its frame log promised {n}")
     for array in arrays.values():
         array.flush()
-    del arrays
+    arrays.clear()  # closes the memmaps before the rename
     if folder.exists():
         shutil.rmtree(folder)
     os.replace(temporary, folder)
@@ -296,7 +264,7 @@ def cache_features(config: FeaturesConfig) -> dict[str, Any]:
         "layout": checkpoint.layout,
         "perception": perception_parts(policy),
         "arrays": specs,
-        "facts": {name: list(classes) for name, classes in FACTS.items()},
+        "facts": dict(FACTS),
         "data": str(config.data),
         "sources": list(config.sources),
         "max_sessions": config.max_sessions,

@@ -72,7 +72,9 @@ class FeaturesConfig:
         _integer(self, "batch")
         _integer(self, "max_sessions", "threads", least=0)
         if self.cells_dtype not in CELL_DTYPES:
-            raise UserError(f"--cells-dtype must be one of {', '.join(CELL_DTYPES)}, not {self.cells_dtype!r}")
+            raise UserError(
+                f"--cells-dtype must be one of {', '.join(CELL_DTYPES)}, not {self.cells_dtype!r}"
+            )
         _device(self.device)
 
     def to_dict(self) -> dict[str, Any]:
