@@ -793,6 +793,53 @@ def label_command(config: LabelConfig) -> None:
     print_json(label(config))
 
 
+# --- research: cache-features, train-memory ------------------------------------------------------
+
+# Their options are training/research_config.py's fields (a torch-free module: --help stays cheap).
+from hoi4_arena.training.research_config import FeaturesConfig, MemoryStudyConfig  # noqa: E402
+
+
+@app.command("cache-features", rich_help_panel="Research")
+@from_config(
+    FeaturesConfig,
+    arguments=("data", "checkpoint", "out"),
+    options={
+        "data": Opt(metavar="DATA"),
+        "checkpoint": Opt(metavar="CKPT"),
+        "out": Opt(metavar="OUT"),
+        "sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
+    },
+)
+def cache_features_command(config: FeaturesConfig) -> None:
+    """Cache a policy checkpoint's frozen perception of every decision in DATA (shards and layout.json in
+    OUT); run it again to finish a stopped cache."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.features import cache_features
+
+    print_json(cache_features(config))
+
+
+@app.command("train-memory", rich_help_panel="Research")
+@from_config(
+    MemoryStudyConfig,
+    arguments=("features", "out"),
+    options={"features": Opt(metavar="FEATURES"), "out": Opt(metavar="OUT")},
+)
+def train_memory_command(
+    config: MemoryStudyConfig,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
+    ] = False,
+) -> None:
+    """Train a memory cell (gru, gdn2, mamba3, none) and an action head on cached features; held-out
+    loss, kind accuracy, pointer error and linear probes in OUT/report.json."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.memory_study import train_memory
+
+    print_json(train_memory(config, resume=resume))
+
+
 # --- play ---------------------------------------------------------------------------------------
 
 
