@@ -90,8 +90,11 @@ class StudyModel(nn.Module):
             nn.Linear(self.space.slots * TOKEN_DIM, PREVIOUS_DIM), nn.LayerNorm(PREVIOUS_DIM), nn.GELU()
         )
         input_dim = cache.perception_dim + PREVIOUS_DIM + SPEED_DIM + POINTER_DIM
-        self.hidden = hidden_for_parameters(kind, input_dim, parameters)
-        self.memory = build_memory(kind, input_dim, self.hidden)
+        try:
+            self.hidden = hidden_for_parameters(kind, input_dim, parameters)
+            self.memory = build_memory(kind, input_dim, self.hidden)
+        except ValueError as error:  # a kind the cells module does not build (yet)
+            raise UserError(f"--memory {kind}: {error}") from None
         self.head = ActionHead(
             self.space,
             self.grid,

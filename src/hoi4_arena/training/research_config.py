@@ -116,7 +116,7 @@ class MemoryStudyConfig:
     val_share: float = 0.25
     """Share of the sessions held out when none is split val in the cache (seeded, whole sessions)."""
     probe_decisions: int = 4000
-    """Training decisions (an even, seeded sample) whose memory states fit the linear probes."""
+    """Training decisions whose memory outputs fit the linear probes (whole games, a seeded choice)."""
     checkpoint: str | None = None
     """Check the cache's encoder hash against this policy checkpoint (default: the one the cache names)."""
     save_every: int = 100
