@@ -49,13 +49,17 @@ ARENA_LINES = (  # (frame, line): a BLU player forms an army by frame 30 and dra
 
 
 def with_arena_logs(data: Path) -> Path:
-    """Give every marker session under `data` a recorded side (BLU) and the ARENA log above."""
+    """Give every marker session under `data` a recorded side (BLU) and the ARENA log above, each session
+    on a map seed of its own."""
     ordered = sorted(ARENA_LINES, key=lambda item: item[0])
-    for manifest in data.rglob("manifest.json"):
+    for seed, manifest in enumerate(sorted(data.rglob("manifest.json"))):  # each on a map of its own
         content = json.loads(manifest.read_text())
         content["side"] = "BLU"
         manifest.write_text(json.dumps(content, indent=2) + "\n")
-        lines = [json.dumps({"frame": frame, "line": line}) for frame, line in ordered]
+        lines = [
+            json.dumps({"frame": frame, "line": line.replace("seed=0", f"seed={seed}")})
+            for frame, line in ordered
+        ]
         (manifest.parent / "arena-log.jsonl").write_text("\n".join(lines) + "\n")
     return data
 
@@ -91,9 +95,9 @@ def test_cached_features_equal_the_encoders_outputs(data: Path, tmp_path: Path) 
     cache, cache32 = open_cache(out, checkpoint), open_cache(exact, checkpoint)
     layout = json.loads((out / LAYOUT).read_text())
     assert layout["complete"] and layout["encoder_sha256"] == perception_sha256(policy)
-    assert [(s["id"], s["split"], s["decisions"]) for s in layout["sessions"]] == [
-        ("train", "train", 60),
-        ("held", "val", 60),
+    assert [(s["id"], s["split"], s["decisions"], s["group"]) for s in layout["sessions"]] == [
+        ("train", "train", 60, "plains:1"),
+        ("held", "val", 60, "plains:0"),
     ]
     assert layout["arrays"]["cells"] == {"shape": [32 * 32, TINY["cell_dim"]], "dtype": "float16"}
     for session, session32 in zip(cache.sessions, cache32.sessions, strict=True):

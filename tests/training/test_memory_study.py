@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from hoi4_arena.cli import app
 from hoi4_arena.errors import UserError
 from hoi4_arena.models import memory_cells
 from hoi4_arena.training.features import LAYOUT, cache_features, open_cache
-from hoi4_arena.training.memory_study import StudyModel, gather, train_memory, walk
+from hoi4_arena.training.memory_study import StudyModel, gather, split_sessions, train_memory, walk
 from hoi4_arena.training.probes import FACTS
 from hoi4_arena.training.research_config import MEMORY_KINDS, FeaturesConfig, MemoryStudyConfig
 
@@ -78,6 +79,19 @@ def test_the_same_seed_gives_the_same_report(cache: Path, tmp_path: Path) -> Non
     assert stable(first) == stable(second)
     other = run(cache, tmp_path / "c", memory="gru", seed=1)
     assert other["held_out"]["loss"] != first["held_out"]["loss"]
+
+
+def test_held_out_games_are_the_split_or_a_seeded_share_of_the_maps(cache: Path) -> None:
+    opened = open_cache(cache)
+    config = MemoryStudyConfig(str(cache), "unused")
+    assert split_sessions(opened, config) == ([0], [1], "split")
+    seeded = MemoryStudyConfig(str(cache), "unused", held_out="seeded", val_share=0.5)
+    train, val, how = split_sessions(opened, seeded)
+    assert sorted(train + val) == [0, 1] and len(val) == 1 and how == "seeded maps (1)"
+    assert split_sessions(opened, seeded) == (train, val, how)
+    one_map = replace(opened, sessions=[replace(s, group="plains:0") for s in opened.sessions])
+    with pytest.raises(UserError, match="games of 1 map: nothing to hold out"):
+        split_sessions(one_map, seeded)
 
 
 def test_carry_walks_whole_games_and_no_carry_starts_each_window_fresh(cache: Path) -> None:

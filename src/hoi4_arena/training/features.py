@@ -17,7 +17,7 @@ data/decode.py reads their views and tokens), and writes, per session, one folde
                                    army, front, offensive, own side, provinces), NaN where unknown
 
 and OUT/layout.json: the format and version, the shapes and dtypes, the sessions (id, split, decisions,
-path), the checkpoint's path, its perception hash (`perception_sha256`: the sha256 of the encoder's,
+map group, path), the checkpoint's path, its perception hash (`perception_sha256`: the sha256 of the encoder's,
 detail reader's and cell map's weights) and its policy config.
 
 A killed run never leaves a cache that reads as whole: layout.json says `complete: false` until the last
@@ -46,8 +46,10 @@ import torch
 from hoi4_arena.data.decode import DecodeSettings, decode_session
 from hoi4_arena.data.sources import SessionSource, find_sessions
 from hoi4_arena.errors import UserError
+from hoi4_arena.gamelog import ArenaState
 from hoi4_arena.models.checkpoint import load_checkpoint, weights_sha256
 from hoi4_arena.models.policy import Observation, Policy
+from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.probes import FACTS, facts_for_session
 from hoi4_arena.training.research_config import FeaturesConfig
@@ -132,8 +134,25 @@ def _sessions(config: FeaturesConfig, layout: str) -> list[SessionSource]:
     return train + sorted(data.val, key=lambda s: s.id)
 
 
+def map_group(path: str | Path, session_id: str) -> str:
+    """The map a session was played on ("arena:seed" of its ARENA start line; its id without one): the two
+    sessions record-ai plays on one map, one from each side, share it, so held-out games are chosen by it."""
+    logs = SessionReader(path).log_records
+    first = ArenaState.from_lines([r.line for r in logs[:8]]) if logs else ArenaState()
+    return f"{first.arena}:{first.seed}" if first.arena is not None else session_id
+
+
 def _describe(sessions: list[SessionSource]) -> list[dict[str, Any]]:
-    return [{"id": s.id, "split": s.split, "decisions": s.decisions, "path": s.path} for s in sessions]
+    return [
+        {
+            "id": s.id,
+            "split": s.split,
+            "decisions": s.decisions,
+            "group": map_group(s.path, s.id),
+            "path": s.path,
+        }
+        for s in sessions
+    ]
 
 
 def _write_json(path: Path, content: Any) -> None:
@@ -338,6 +357,8 @@ class CachedSession:
     id: str
     split: str
     decisions: int
+    group: str
+    """The map it was played on (`map_group`)."""
     arrays: dict[str, np.ndarray]
 
 
@@ -417,5 +438,5 @@ def open_cache(path: str | Path, checkpoint: str | Path | None = None, *, check:
                     "make the cache again"
                 )
             arrays[name] = array
-        sessions.append(CachedSession(s["id"], s["split"], s["decisions"], arrays))
+        sessions.append(CachedSession(s["id"], s["split"], s["decisions"], s["group"], arrays))
     return FeatureCache(path, layout, sessions)

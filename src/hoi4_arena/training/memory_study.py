@@ -19,7 +19,8 @@ cached from another encoder), the held-out games, the model, the loop, the held-
   window's burn-in from a fresh memory. Before a game's start the burn-in is shorter.
 - Loss: -log p of the demonstrated tokens (the sum over the 8 slots) averaged over the window's decisions
   that may carry loss (the cache's `trainable`), AdamW with the rate cosine-decayed to 0 over `steps`.
-- Held-out games: the cache's sessions split val; when it has none, a seeded share of its sessions.
+- Held-out games: the cache's sessions split val; when it has none, or with --held-out seeded, a seeded
+  share of its maps (both sides' games of one map together, as the value models hold maps out).
   They are walked as training walks them (carried through whole games, or window by window with
   --no-carry) without gradient: loss, kind accuracy and pointer distance (lattice units, 0..1023 on each
   axis), as train-bc reports them.
@@ -309,15 +310,19 @@ def walk(
 
 
 def split_sessions(cache: FeatureCache, config: MemoryStudyConfig) -> tuple[list[int], list[int], str]:
-    """Indices of the training and held-out sessions, and how the held-out ones were chosen."""
+    """Indices of the training and held-out sessions, and how the held-out ones were chosen: the cache's
+    val split, or a seeded share of its maps (whole maps: both sides' games of one map go together)."""
     val = [i for i, s in enumerate(cache.sessions) if s.split == "val"]
-    if val:
+    if val and config.held_out == "split":
         return [i for i, s in enumerate(cache.sessions) if s.split != "val"], val, "split"
-    if len(cache.sessions) < 2:
-        raise UserError(f"{cache.path} holds {len(cache.sessions)} session: nothing to hold out; cache more")
-    order = np.random.default_rng(config.seed).permutation(len(cache.sessions))
-    count = min(max(round(config.val_share * len(order)), 1), len(order) - 1)
-    return sorted(order[count:].tolist()), sorted(order[:count].tolist()), "seeded"
+    groups = sorted({s.group for s in cache.sessions})
+    if len(groups) < 2:
+        raise UserError(f"{cache.path} holds games of {len(groups)} map: nothing to hold out; cache more")
+    order = np.random.default_rng(config.seed).permutation(len(groups))
+    count = min(max(round(config.val_share * len(groups)), 1), len(groups) - 1)
+    held = {groups[i] for i in order[:count]}
+    val = [i for i, s in enumerate(cache.sessions) if s.group in held]
+    return [i for i, s in enumerate(cache.sessions) if s.group not in held], val, f"seeded maps ({count})"
 
 
 def _facts(

@@ -17,6 +17,7 @@ from hoi4_arena.errors import UserError
 MEMORY_KINDS = ("gru", "gdn2", "mamba3", "none")
 """The memories train-memory compares (models/memory_cells.py's MEMORY_KINDS; a test holds them equal)."""
 CELL_DTYPES = ("float16", "float32")
+HELD_OUT = ("split", "seeded")
 DEFAULT_SOURCES = ("human", "scripted")
 
 
@@ -113,8 +114,11 @@ class MemoryStudyConfig:
     """Clip the gradient's global norm to this (0: no clipping)."""
     seed: int = 0
     """Seed of the weights, the game order and the held-out games (when the cache has no val split)."""
+    held_out: str = "split"
+    """Held-out games: split (the cache's sessions split val; a seeded share when there are none) or
+    seeded (a seeded --val-share of the maps, whatever the split says)."""
     val_share: float = 0.25
-    """Share of the sessions held out when none is split val in the cache (seeded, whole sessions)."""
+    """Share of the maps held out by a seeded choice (both sides' games of a map go together)."""
     probe_decisions: int = 4000
     """Training decisions whose memory outputs fit the linear probes (whole games, a seeded choice)."""
     checkpoint: str | None = None
@@ -135,6 +139,8 @@ class MemoryStudyConfig:
         for name in ("weight_decay", "grad_clip"):
             _number(self, name, 0)
         _number(self, "val_share", 0, 0.9, open_low=True)
+        if self.held_out not in HELD_OUT:
+            raise UserError(f"--held-out must be one of {', '.join(HELD_OUT)}, not {self.held_out!r}")
         _device(self.device)
 
     def to_dict(self) -> dict[str, Any]:
