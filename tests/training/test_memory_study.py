@@ -53,10 +53,6 @@ def test_the_configs_memory_kinds_are_the_cells() -> None:
 
 @pytest.mark.parametrize("kind", MEMORY_KINDS)
 def test_each_memory_trains_on_a_tiny_cache_and_reports(cache: Path, tmp_path: Path, kind: str) -> None:
-    try:
-        memory_cells.build_memory(kind, 8, 8)
-    except ValueError:
-        pytest.skip(f"models/memory_cells.py builds no {kind} memory yet")
     report = run(cache, tmp_path / kind, memory=kind)
     assert json.loads((tmp_path / kind / "report.json").read_text()) == json.loads(json.dumps(report))
     assert report["memory"] == kind and report["steps"] == 4
@@ -94,10 +90,11 @@ def test_held_out_games_are_the_split_or_a_seeded_share_of_the_maps(cache: Path)
         split_sessions(one_map, seeded)
 
 
-def test_carry_walks_whole_games_and_no_carry_starts_each_window_fresh(cache: Path) -> None:
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
+def test_carry_walks_whole_games_and_no_carry_starts_each_window_fresh(cache: Path, kind: str) -> None:
     opened = open_cache(cache)
     torch.manual_seed(0)
-    model = StudyModel(opened, "gru", 20_000).eval()
+    model = StudyModel(opened, kind, 20_000).eval()
     session = opened.sessions[1]
     n = session.decisions
     whole = gather([session], [(0, 0)], 0, n, torch.device("cpu"))
@@ -116,7 +113,8 @@ def test_carry_walks_whole_games_and_no_carry_starts_each_window_fresh(cache: Pa
         with torch.no_grad():
             y, _ = model.memory.run(x[:, lo : p + window], model.memory.initial(1))
         np.testing.assert_allclose(fresh[p : p + window], y[0, p - lo :].numpy(), rtol=1e-5, atol=1e-5)
-    assert not np.allclose(fresh[window:], carried[window:], atol=1e-3)  # the two walks do differ
+    if kind != "none":  # a memory's two walks differ (none has no state to carry)
+        assert not np.allclose(fresh[window:], carried[window:], atol=1e-3)
 
 
 def test_a_stopped_run_resumes_exactly(cache: Path, tmp_path: Path) -> None:
