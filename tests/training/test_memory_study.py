@@ -90,8 +90,12 @@ def test_held_out_games_are_the_split_or_a_seeded_share_of_the_maps(cache: Path)
         split_sessions(one_map, seeded)
 
 
-@pytest.mark.parametrize("kind", MEMORY_KINDS)
-def test_carry_walks_whole_games_and_no_carry_starts_each_window_fresh(cache: Path, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "window", "burn_in"), [(kind, 8, 3) for kind in MEMORY_KINDS] + [("gru", 4, 6), ("gru", 8, 0)]
+)
+def test_carry_walks_whole_games_and_no_carry_starts_each_window_fresh(
+    cache: Path, kind: str, window: int, burn_in: int
+) -> None:
     opened = open_cache(cache)
     torch.manual_seed(0)
     model = StudyModel(opened, kind, 20_000).eval()
@@ -101,7 +105,6 @@ def test_carry_walks_whole_games_and_no_carry_starts_each_window_fresh(cache: Pa
     with torch.no_grad():
         x, _ = model.inputs(whole.perception, whole.previous, whole.speed, whole.pointer)
         straight, _ = model.memory.run(x, model.memory.initial(1))
-    window, burn_in = 8, 3
     config = MemoryStudyConfig(str(cache), "unused", window=window, burn_in=burn_in)
     _, (carried,) = walk(model, [session], config, torch.device("cpu"))
     np.testing.assert_allclose(carried, straight[0].numpy(), rtol=1e-5, atol=1e-5)

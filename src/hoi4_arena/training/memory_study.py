@@ -559,7 +559,7 @@ def train_memory(
             "held_out_by": held_out_by,
             "walked": "whole games, the memory carried"
             if config.carry
-            else f"windows of {w} from a fresh memory",
+            else f"windows of {w} from a fresh memory after {n} decisions of burn-in",
         },
         "probes": probe_results,
         "probe_sessions": len(probed),
