@@ -826,6 +826,7 @@ def cache_features_command(config: FeaturesConfig) -> None:
     options={"features": Opt(metavar="FEATURES"), "out": Opt(metavar="OUT")},
 )
 def train_memory_command(
+    ctx: typer.Context,
     config: MemoryStudyConfig,
     resume: Annotated[
         bool,
@@ -837,7 +838,8 @@ def train_memory_command(
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.memory_study import train_memory
 
-    print_json(train_memory(config, resume=resume))
+    # With --resume only the options given on the command line count as changes to the stored run.
+    print_json(train_memory(config, resume=resume, changes=given_on_command_line(ctx, config)))
 
 
 # --- play ---------------------------------------------------------------------------------------

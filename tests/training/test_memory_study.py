@@ -131,6 +131,19 @@ def test_a_stopped_run_resumes_exactly(cache: Path, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="settings differ from it: lr"):
         train_memory(MemoryStudyConfig(**{**config.to_dict(), "lr": 0.5}), resume=True)
     assert stable(train_memory(config, resume=True)) == stable(straight)
+    # On the command line only the options typed count: the stored run's memory and steps go on.
+    other = MemoryStudyConfig(str(cache), str(tmp_path / "cli"), **{**FAST, "memory": "none"})
+    train_memory(other, stop_after=1)
+    result = runner.invoke(app, ["train-memory", str(cache), str(tmp_path / "cli"), "--resume"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "cli" / "report.json").read_text())["memory"] == "none"
+    result = runner.invoke(
+        app, ["train-memory", str(cache), str(tmp_path / "cli"), "--resume", "--lr", "0.5"]
+    )
+    assert isinstance(result.exception, UserError) and "differ from it: lr" in str(result.exception)
+    (tmp_path / "cli" / "progress.pt").write_bytes(b"junk")
+    with pytest.raises(UserError, match="cannot read"):
+        train_memory(other, resume=True)
 
 
 def test_train_memory_refuses_bad_input_in_one_line(cache: Path, tmp_path: Path) -> None:

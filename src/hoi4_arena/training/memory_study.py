@@ -39,7 +39,10 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
+import struct
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,19 @@ MODEL = "memory.pt"
 REPORT = "report.json"
 CONFIG = "config.json"
 FORMAT = "hoi4-arena-memory-study"
+# What torch.load raises for a file that is not a torch save (checkpoint.py lists the same).
+UNREADABLE = (
+    RuntimeError,
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    pickle.UnpicklingError,
+    zipfile.BadZipFile,
+    struct.error,
+)
 # Settings a resumed run may change: they pace the run, not what it computes.
 RESUMABLE = ("save_every", "threads", "device")
 
@@ -236,7 +252,6 @@ def forward(
         model, x, torch.ones_like(chunk.real[:, n:]), state, window - n if save_early is None else None
     )
     saved = saved if save_early is not None else saved_late
-    b, w = chunk.tokens.shape[:2]
     context = torch.cat([y, pointer_vec], dim=-1)
     scores = model.head.score(context.flatten(0, 1), chunk.cells.flatten(0, 1), chunk.tokens.flatten(0, 1))
     return scores, y, detach_state(saved)
@@ -398,33 +413,38 @@ def _refuse_existing(out: Path) -> None:
 
 
 def train_memory(
-    config: MemoryStudyConfig, *, resume: bool = False, stop_after: int | None = None
+    config: MemoryStudyConfig,
+    *,
+    resume: bool = False,
+    changes: dict[str, Any] | None = None,
+    stop_after: int | None = None,
 ) -> dict[str, Any]:
     """Train (or resume) a memory study run; returns the report (also in OUT/report.json).
 
-    `stop_after` stops cleanly after that many steps in all, as Ctrl+C does (tests of resume)."""
+    With `resume` the run goes on with its stored settings; `changes` are the settings the user gave (the
+    command line's typed options; None: every field of `config`), and any that would change what the run
+    computes are refused. `stop_after` stops cleanly after that many steps in all, as Ctrl+C does (tests)."""
     started = time.monotonic()
     out = Path(config.out)
     saved = None
     if resume:
         if not (out / PROGRESS).is_file():
             raise UserError(f"nothing to resume: {out / PROGRESS} does not exist")
-        saved = torch.load(out / PROGRESS, map_location="cpu", weights_only=True)
-        if saved.get("format") != FORMAT:
+        try:
+            saved = torch.load(out / PROGRESS, map_location="cpu", weights_only=True)
+        except UNREADABLE as error:
+            raise UserError(f"cannot read {out / PROGRESS}: {type(error).__name__} {error}") from None
+        if not isinstance(saved, dict) or saved.get("format") != FORMAT:
             raise UserError(f"{out / PROGRESS} is not a train-memory progress file")
-        stored = MemoryStudyConfig.from_dict(saved["config"])
-        changed = {
-            k: v
-            for k, v in config.to_dict().items()
-            if k not in (*RESUMABLE, "features", "out") and stored.to_dict()[k] != v
-        }
+        stored = saved["config"]
+        given = config.to_dict() if changes is None else changes
+        kept = (*RESUMABLE, "features", "out")
+        changed = sorted(k for k, v in given.items() if k not in kept and stored[k] != v)
         if changed:
             raise UserError(
-                f"--resume continues the stored run; these settings differ from it: {', '.join(sorted(changed))}"
+                f"--resume continues the stored run; these settings differ from it: {', '.join(changed)}"
             )
-        config = MemoryStudyConfig.from_dict(
-            {**saved["config"], **{k: getattr(config, k) for k in RESUMABLE}}
-        )
+        config = MemoryStudyConfig.from_dict({**stored, **{k: getattr(config, k) for k in kept}})
     elif out.exists():
         _refuse_existing(out)
     if config.threads:
