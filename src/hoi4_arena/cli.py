@@ -200,39 +200,10 @@ def salvage_command(
     print_json(salvage(folder, undo=undo))
 
 
-# --- record -------------------------------------------------------------------------------------
-
-
-from hoi4_arena.sessions.record_command import RecordConfig  # noqa: E402 -- numpy-free until it records
-
-
-@app.command("record", rich_help_panel="Record")
-@from_config(
-    RecordConfig,
-    arguments=("out",),
-    options={"after_winner_s": Opt(flag="--after-winner")},
-    skip=("game", "progress"),
-)
-def record_command(config: RecordConfig) -> None:
-    """Record a person playing: video, every input with its real time, pointer, ARENA log. F12 stops."""
-    from hoi4_arena.sessions.record_command import run_record
-    from hoi4_arena.terminal import print_json
-
-    summary = run_record(config)
-    print_json(summary)
-    if summary["failed"]:
-        raise typer.Exit(1)
-
-
-# --- screen: the X11 game's capture and probe ---------------------------------------------------
-
-# The two commands' settings are screen/probe_config.py's (numpy-free: --help stays cheap).
-from hoi4_arena.screen.probe_config import CaptureConfig, ProbeConfig  # noqa: E402
-
-_WORKER_OPTIONS = {"size": Opt(convert=SIZE)}
+# --peer: a station's worker over TLS in place of this machine's game (capture, probe, record)
 _PEER = Annotated[
     str | None,
-    typer.Option("--peer", help="A station's worker over TLS (a name in the peers file) instead of --game."),
+    typer.Option("--peer", help="A station's worker over TLS (a name in the peers file) instead of this machine's game."),
 ]
 _PEERS = Annotated[
     Path | None,
@@ -250,6 +221,38 @@ def _peer_worker(peer: str | None, peers: Path | None):
     from hoi4_arena.cluster.station import open_peer
 
     return open_peer(peer, peers)
+
+
+# --- record -------------------------------------------------------------------------------------
+
+
+from hoi4_arena.sessions.record_command import RecordConfig  # noqa: E402 -- numpy-free until it records
+
+
+@app.command("record", rich_help_panel="Record")
+@from_config(
+    RecordConfig,
+    arguments=("out",),
+    options={"after_winner_s": Opt(flag="--after-winner")},
+    skip=("game", "progress"),
+)
+def record_command(config: RecordConfig, peer: _PEER = None, peers: _PEERS = None) -> None:
+    """Record a person playing: video, every input with its real time, pointer, ARENA log. F12 stops."""
+    from hoi4_arena.sessions.record_command import run_record
+    from hoi4_arena.terminal import print_json
+
+    summary = run_record(config, worker=_peer_worker(peer, peers))
+    print_json(summary)
+    if summary["failed"]:
+        raise typer.Exit(1)
+
+
+# --- screen: the X11 game's capture and probe ---------------------------------------------------
+
+# The two commands' settings are screen/probe_config.py's (numpy-free: --help stays cheap).
+from hoi4_arena.screen.probe_config import CaptureConfig, ProbeConfig  # noqa: E402
+
+_WORKER_OPTIONS = {"size": Opt(convert=SIZE)}
 
 
 @app.command("capture", rich_help_panel="Screen and workers")

@@ -116,9 +116,13 @@ def _source_fields(ref: str) -> tuple[str, tuple[_Field, ...], dict[str, str]]:
     if spec is None or not spec.origin:
         raise TypeError(f"no module {module} for {ref}")
     node = _node_in(spec.origin, qualname)
-    if node.bases:
-        raise TypeError(f"{ref} has base classes: give the class itself, not its name")
     fields: list[_Field] = []
+    inherited: list[_Field] = []  # after the class's own: the bases (`play.decoding.Decoding`) are kw_only
+    docs: dict[str, str] = {}
+    for base in node.bases:
+        _, base_fields, base_docs = _source_fields(_base_ref(module, spec.origin, base, ref))
+        inherited.extend(base_fields)
+        docs.update(base_docs)
     for statement in node.body:
         if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
             continue
@@ -149,7 +153,26 @@ def _source_fields(ref: str) -> tuple[str, tuple[_Field, ...], dict[str, str]]:
                 raise TypeError(
                     f"{ref}.{name}: its default is not a literal; import the config instead"
                 ) from None
-    return qualname, tuple(fields), _docs_of(node)
+    return qualname, (*fields, *inherited), {**docs, **_docs_of(node)}
+
+
+def _base_ref(module: str, path: str, base: ast.expr, ref: str) -> str:
+    """ "module:Class" of a base class written by name: a class of the same module, or one imported with
+    `from package.module import Class`."""
+    if not isinstance(base, ast.Name):
+        raise TypeError(f"{ref}: base {ast.unparse(base)} is not a plain class name")
+    tree = _module_tree(path)
+    if any(isinstance(n, ast.ClassDef) and n.name == base.id for n in tree.body):
+        return f"{module}:{base.id}"
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.ImportFrom)
+            and statement.level == 0
+            and statement.module
+            and any(alias.name == base.id and alias.asname is None for alias in statement.names)
+        ):
+            return f"{statement.module}:{base.id}"
+    raise TypeError(f"{ref}: its base {base.id} is neither in its module nor imported by name")
 
 
 def _fields_of(config: type | str) -> tuple[str, tuple[_Field, ...], dict[str, str]]:
@@ -158,7 +181,8 @@ def _fields_of(config: type | str) -> tuple[str, tuple[_Field, ...], dict[str, s
     hints = typing.get_type_hints(config)
     fields = tuple(
         _Field(f.name, hints[f.name], f.default, f.default_factory)
-        for f in dataclasses.fields(config)
+        # keyword-only fields (a base's, such as `play.decoding.Decoding`) last, as __init__ takes them
+        for f in sorted(dataclasses.fields(config), key=lambda f: f.kw_only is True)
         if f.init
     )
     return config.__name__, fields, field_docs(config)

@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 import urllib.request
@@ -292,7 +293,7 @@ def test_the_live_command_serves_a_sim_game_for_its_seconds(tmp_path: Path) -> N
             "--layout",
             "cpu",
         ]
-        + ["--listen", "127.0.0.1:0", "--seconds", "6", "--pace", "5", "--max-days", "100"],
+        + ["--listen", "127.0.0.1:0", "--seconds", "120", "--pace", "5", "--max-days", "100"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -303,8 +304,19 @@ def test_the_live_command_serves_a_sim_game_for_its_seconds(tmp_path: Path) -> N
         assert url, line
         page = urllib.request.urlopen(url.group(1), timeout=10).read().decode()
         assert '<canvas id="screen"' in page
-        state = wait_for(lambda: json.loads(urllib.request.urlopen(url.group(1) + "state.json").read()), 10)
+
+        def shown() -> dict:
+            return json.loads(urllib.request.urlopen(url.group(1) + "state.json").read())
+
+        state = wait_for(shown, 10)
         assert state["source"] == "sim plains"
+        # Until the page has had a few frames of a game past its first day (however slow the machine),
+        # then Ctrl+C: the command stops serving and reports what it showed.
+        state = wait_for(
+            lambda: (s := shown())["frames"] > 3 and ((s.get("arena") or {}).get("day") or 0) >= 1, 90
+        )
+        assert state, shown()
+        process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:

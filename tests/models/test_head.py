@@ -76,7 +76,9 @@ def test_sampling_frequencies_match_probabilities() -> None:
     probs = head.score(context, cells, actions).logp.exp()
     n = 60_000
     context, cells = tiny_inputs(n)
-    sampled, logp = head.decode(context, cells, temperature=1.0, generator=torch.Generator().manual_seed(3))
+    sampled, logp, _ = head.decode(
+        context, cells, temperature=1.0, generator=torch.Generator().manual_seed(3)
+    )
     index = {tuple(map(tuple, a.tolist())): i for i, a in enumerate(actions)}
     counts = torch.zeros(len(actions))
     for action in sampled.tolist():
@@ -93,9 +95,9 @@ def test_temperature_sharpens_sampling() -> None:
     head = tiny_head()
     context, cells = tiny_inputs(4000)
     g = torch.Generator().manual_seed(5)
-    hot, _ = head.decode(context, cells, temperature=2.0, generator=g)
-    cold, _ = head.decode(context, cells, temperature=0.25, generator=g)
-    greedy, _ = head.decode(context[:1], cells[:1], temperature=0.0)
+    hot, *_ = head.decode(context, cells, temperature=2.0, generator=g)
+    cold, *_ = head.decode(context, cells, temperature=0.25, generator=g)
+    greedy, *_ = head.decode(context[:1], cells[:1], temperature=0.0)
     same_as_greedy = {
         name: (t == greedy).all(-1).all(-1).float().mean() for name, t in (("hot", hot), ("cold", cold))
     }
@@ -105,9 +107,14 @@ def test_temperature_sharpens_sampling() -> None:
 def test_argmax_decoding_is_deterministic_and_greedy() -> None:
     head = tiny_head()
     context, cells = tiny_inputs(3)
-    first, logp1 = head.decode(context, cells, temperature=0.0, generator=torch.Generator().manual_seed(1))
-    second, logp2 = head.decode(context, cells, temperature=0.0, generator=torch.Generator().manual_seed(2))
+    first, logp1, entropy1 = head.decode(
+        context, cells, temperature=0.0, generator=torch.Generator().manual_seed(1)
+    )
+    second, logp2, _ = head.decode(
+        context, cells, temperature=0.0, generator=torch.Generator().manual_seed(2)
+    )
     assert torch.equal(first, second) and torch.equal(logp1, logp2)
+    assert torch.equal(entropy1, torch.zeros(3))  # argmax draws nothing
     # Greedy: at each slot, given the chosen earlier slots, the chosen kind and point are the argmaxes.
     scores = head.score(context, cells, first)
     assert torch.equal(scores.kind_pred, first[..., 0])
@@ -167,3 +174,25 @@ def test_heatmap_is_the_pointer_distribution_of_that_slot() -> None:
             s = head.score(context, cells, torch.tensor([[[2, 0, 0], [1, x, y]]]))
             p = (s.cell_logp[0, 1] + s.position_logp[0, 1]).exp()
             assert heat[0, y, x].item() == pytest.approx(p.item(), rel=1e-5)
+
+
+def test_decode_reports_the_entropy_of_the_distributions_it_drew_from() -> None:
+    # By hand: each slot's state teacher-forced on the tokens decode chose; the kind's entropy, and for a
+    # move kind the cell's, column's and row's, each softmax(logits / temperature), summed over slots.
+    head = tiny_head()
+    context, cells = tiny_inputs(64)
+    temperature = 1.5
+    tokens, _, entropy = head.decode(context, cells, temperature, generator=torch.Generator().manual_seed(4))
+    u = head._slot_states(context, cells, tokens[:, :-1])
+    kind, x, y = tokens.unbind(-1)
+    rows = torch.arange(tokens.shape[0])[:, None]
+    column, row = head._position_logits(u, cells[rows, head._cell_of(x, y)])
+
+    def h(logits: torch.Tensor) -> torch.Tensor:
+        return torch.distributions.Categorical(logits=logits / temperature).entropy()
+
+    pointer = h(head._cell_logits(u, cells)) + h(column) + h(row)
+    move = head.tokens.move_mask[kind]
+    assert move.any() and not move.all()
+    expected = (h(head.kind(u)) + torch.where(move, pointer, 0.0)).sum(-1)
+    torch.testing.assert_close(entropy, expected, atol=1e-4, rtol=1e-5)

@@ -186,6 +186,7 @@ def test_a_checkpoint_plays_the_rungs_with_the_decoding_asked_for(ladder: Path, 
     stored = json.loads((out / "rung-games.settings.json").read_text())["settings"]
     assert stored["decoding"] == {
         "point": True,
+        "deterministic": False,
         "temperature": 1.0,
         "reset_memory": 4,
         "follow_through": True,

@@ -69,6 +69,12 @@ def _choose(logits: torch.Tensor, temperature: float, generator: Generators) -> 
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
+def _entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Nats of softmax(logits / temperature) over the last dim."""
+    logp = F.log_softmax(logits / temperature, dim=-1)
+    return -(logp.exp() * logp).sum(dim=-1)
+
+
 class ActionHead(nn.Module):
     """context (N, context_dim), cells (N, C, cell_dim) -> a distribution over (N, slots, 3) tokens."""
 
@@ -235,11 +241,15 @@ class ActionHead(nn.Module):
         cells: torch.Tensor,
         temperature: float = 1.0,
         generator: Generators = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Choose one action per row: (N, slots, 3) long tokens and their log p (N,) at temperature 1.
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Choose one action per row: (N, slots, 3) long tokens, their log p (N,) at temperature 1, and
+        the entropy (N,) in nats of the distributions they were drawn from.
 
         temperature 0 is argmax decoding (deterministic): the most likely kind, then cell, then column
-        and row, slot by slot. Otherwise each factor is sampled from softmax(logits / temperature).
+        and row, slot by slot; it draws nothing, so its entropy is 0. Otherwise each factor is sampled
+        from softmax(logits / temperature), and the entropy sums, over the slots, the kind's and, for a
+        move kind, its cell's, column's and row's (the factors its log p is made of), each at that
+        temperature: InfoPPO's information clock (`rl/`).
         """
         if not temperature >= 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
@@ -249,6 +259,7 @@ class ActionHead(nn.Module):
         z = self.start(context)
         chosen = []
         logp = torch.zeros(n, device=context.device)
+        entropy = torch.zeros(n, device=context.device)
         for s in range(self.space.slots):
             u = z + self.slot.weight[s]
             kind_logits = self.kind(u)
@@ -266,13 +277,17 @@ class ActionHead(nn.Module):
                 + F.log_softmax(row_logits, -1)[rows, row]
             )
             logp += torch.where(move, pointer_logp, torch.zeros_like(pointer_logp))
+            if temperature > 0:
+                pointer_h = _entropy(cell_logits, temperature) + _entropy(column_logits, temperature)
+                pointer_h = pointer_h + _entropy(row_logits, temperature)
+                entropy += _entropy(kind_logits, temperature) + torch.where(move, pointer_h, 0.0)
             zero = torch.zeros_like(kind)
             x = torch.where(move, (cell % self.grid.cells) * size + column, zero)
             y = torch.where(move, (cell // self.grid.cells) * size + row, zero)
             chosen.append(torch.stack([kind, x, y], dim=-1))
             if s < self.space.slots - 1:
                 z = self._advance(z, kind, x, y, cells)
-        return torch.stack(chosen, dim=1), logp
+        return torch.stack(chosen, dim=1), logp, entropy
 
     # --- where the pointer would go ---
 

@@ -225,7 +225,7 @@ class InverseDynamics(nn.Module):
     def label(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         """The most likely tokens (N, slots, 3) of each window, and each token's log-likelihood (N, slots)."""
         context, cells = self.inputs(obs)
-        tokens, _ = self.head.decode(context, cells, temperature=0.0)
+        tokens, _, _ = self.head.decode(context, cells, temperature=0.0)
         scores = self.head.score(context, cells, tokens)
         return tokens, scores.kind_logp + scores.cell_logp + scores.position_logp
 

@@ -141,6 +141,8 @@ class Decision:
     value: torch.Tensor
     """(B,) win probability."""
     state: PolicyState
+    entropy: torch.Tensor | None = None
+    """(B,) nats of the distributions the tokens were drawn from (`ActionHead.decode`; 0 for argmax)."""
 
 
 @dataclass
@@ -446,9 +448,11 @@ class Policy(nn.Module):
         """Choose one decision per row of `obs` (leading dim B) and carry the state."""
         state = state or self.initial_state(obs.speed.shape[0], obs.speed.device)
         seen, h, context = self._observe(obs, state)
-        tokens, logp = self.head.decode(context, seen.cells, 0.0 if deterministic else temperature, generator)
+        tokens, logp, entropy = self.head.decode(
+            context, seen.cells, 0.0 if deterministic else temperature, generator
+        )
         value, _ = self.value(h)
-        return Decision(tokens=tokens, logp=logp, value=value, state=PolicyState(h, tokens))
+        return Decision(tokens=tokens, logp=logp, value=value, state=PolicyState(h, tokens), entropy=entropy)
 
     def act(
         self,

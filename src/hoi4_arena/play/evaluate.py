@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.play.decoding import Decoding
 from hoi4_arena.results import open_run, read_results
 
 SETTINGS = "evaluate.json"
@@ -41,7 +42,7 @@ def _slug(text: str) -> str:
 
 
 @dataclass
-class EvaluateConfig:
+class EvaluateConfig(Decoding):
     """Settings of `hoi4-arena evaluate`."""
 
     a: str
@@ -67,16 +68,6 @@ class EvaluateConfig:
     """Strength of the game's AI, 0..1."""
     game: str = "sim"
     """sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb, real time."""
-    point: bool = False
-    """Checkpoints: each move on its likeliest spot (kinds still sampled)."""
-    deterministic: bool = False
-    """Checkpoints: the likeliest kind and spot, every slot."""
-    temperature: float = 1.0
-    """Checkpoints: sampling temperature."""
-    reset_memory: int = 0
-    """Checkpoints: start the memory afresh every N decisions (0: never)."""
-    follow_through: bool = False
-    """Checkpoints, with point: once a decision acts, its later slots take the likeliest kinds."""
     record: bool = True
     """Record sessions of checkpoints and random (the scripted player always records)."""
     codec: str = "x264"

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.play.decoding import Decoding
 from hoi4_arena.play.runner import (
     GAMES,
     GamePlan,
@@ -73,7 +74,7 @@ ADDED_SETTINGS = {"reset_memory": 0, "follow_through": False}
 
 
 @dataclass
-class PlayConfig:
+class PlayConfig(Decoding):
     """Settings of `hoi4-arena play-policy`."""
 
     checkpoint: str
@@ -89,17 +90,6 @@ class PlayConfig:
     """The first game's seed (game i plays seed + i; seed + i // 2 with --side alternate)."""
     side: str = "alternate"
     """The side the policy plays: BLU, RED, or alternate (each seed from both sides, BLU first)."""
-    point: bool = False
-    """Put each move on its likeliest spot (the pointer distribution's argmax); kinds stay sampled."""
-    deterministic: bool = False
-    """Argmax everywhere: the likeliest kind, and each move on its likeliest spot."""
-    temperature: float = 1.0
-    """Sampling temperature of the kinds (and, without --point, of the pointer)."""
-    reset_memory: int = 0
-    """Start the policy's memory afresh every N decisions, as train-bc's windows of N do (0: never)."""
-    follow_through: bool = False
-    """With --point: once a decision acts, its later slots take their likeliest kinds (a multi-token action
-    is completed, not sampled token by token)."""
     game: str = "sim"
     """sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb, real time."""
     size: tuple[int, int] = (540, 960)
@@ -139,7 +129,6 @@ class PlayConfig:
             ("--max-days", self.max_days, 1),
             ("--max-decisions", self.max_decisions, 0),
             ("--threads", self.threads, 0),
-            ("--reset-memory", self.reset_memory, 0),
             ("--ray-games", self.ray_games, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -154,21 +143,16 @@ class PlayConfig:
             )
         if self.speed not in range(1, 6):
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
-        if not (isinstance(self.temperature, int | float) and 0 <= self.temperature <= 100):
-            raise UserError(f"--temperature must lie in 0..100, not {self.temperature!r}")
         if not 0.0 <= self.ai_strength <= 1.0:
             raise UserError(f"--ai-strength must lie in 0..1, not {self.ai_strength!r}")
         if self.codec not in ("x264", "ffv1"):
             raise UserError(f"--codec must be x264 or ffv1, not {self.codec!r}")
-        if self.checkpoint == RANDOM and (
-            self.point or self.deterministic or self.reset_memory or self.follow_through
-        ):
-            raise UserError(
-                "--point, --deterministic, --reset-memory and --follow-through are for a checkpoint: the "
-                "random policy only samples, and has no memory"
-            )
-        if self.follow_through and self.mode != "point":
-            raise UserError("--follow-through completes the actions of --point decoding: give --point too")
+        self.check_decoding(
+            "--point, --deterministic, --reset-memory and --follow-through are for a checkpoint: the "
+            "random policy only samples, and has no memory"
+            if self.checkpoint == RANDOM
+            else None
+        )
         check_size(self.size)
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
@@ -179,7 +163,7 @@ class PlayConfig:
     def mode(self) -> str:
         if self.checkpoint == RANDOM:
             return "random"
-        return "deterministic" if self.deterministic else "point" if self.point else "sample"
+        return self.decoding_mode
 
     @property
     def arena_spec(self) -> str:

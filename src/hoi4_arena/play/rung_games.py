@@ -28,28 +28,31 @@ valid games reaches `--threshold`. Rungs run from S3 (easiest: only the offensiv
 whole game); the report's `next` is the easiest listed rung not yet promoted, the one to train on next
 (null when every listed rung is promoted). The report is printed and written to OUT/rung-games.json.
 
-Re-running with the same OUT resumes (finished games are skipped); other settings are refused.
+The games are a run of the one game runner (`play.runner.run_games`, through `RungRun`): resume,
+crashed games kept invalid, the progress bars and the rows are its. Re-running with the same OUT
+resumes (finished games are skipped); other settings are refused.
 
 Try: hoi4-arena rung-games scripted runs/ladder runs/rung-games --games 8 --max-days 60
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.results import GameResult, append_result, open_run, wilson
-from hoi4_arena.screen.game import Game, GameRecord, GameSettings, TokenPlayer, play_game
-from hoi4_arena.screen.match import MatchLog
-from hoi4_arena.screen.worker import WorkerError
+from hoi4_arena.play.decoding import Decoding
+from hoi4_arena.play.runner import GamePlan, slug
+from hoi4_arena.results import GameResult, read_results, wilson
+from hoi4_arena.screen.game import GameRecord, GameSettings, TokenPlayer
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ BUILTIN = ("scripted", "random")
 
 
 @dataclass
-class RungGamesConfig:
+class RungGamesConfig(Decoding):
     """Settings of `hoi4-arena rung-games`."""
 
     player: str
@@ -95,19 +98,17 @@ class RungGamesConfig:
     """Video codec of the sessions: x264 or ffv1."""
     threads: int = 1
     """Torch CPU threads for a checkpoint's policy (0: torch's default)."""
-    point: bool = False
-    """A checkpoint: each move on its likeliest spot (kinds still sampled), as the quickstart plays."""
-    temperature: float = 1.0
-    """A checkpoint's sampling temperature."""
-    reset_memory: int = 0
-    """A checkpoint: start its memory afresh every N decisions (0: never); the quickstart's policy: 8."""
-    follow_through: bool = False
-    """A checkpoint, with --point: once a decision acts, its later slots take the likeliest kinds."""
     progress: bool = True
     """Progress bars on stderr."""
 
     def __post_init__(self) -> None:
         self.ladder, self.out = Path(self.ladder), Path(self.out)
+        self.check_decoding(
+            "--point, --deterministic, --reset-memory and --follow-through are for a checkpoint, not "
+            f"the {self.player} player"
+            if self.player in BUILTIN
+            else None
+        )
         for what, value, low in (
             ("--games", self.games, 1),
             ("--window", self.window, 1),
@@ -278,59 +279,6 @@ def report(config: RungGamesConfig, rows: Sequence[GameResult]) -> dict[str, Any
     }
 
 
-# --- one game from a save ------------------------------------------------------------------------------
-
-
-class RunningGame(Game):
-    """A `Game` on a restored save whose match already runs (S1..S3): no harness start (it would type the
-    console's declaration and press space, pausing the game); the log so far is read from the game."""
-
-    def start(self, player: Any) -> None:
-        worker = self.worker
-        self.end = "error: the game did not start"
-        self.info = worker.attach()
-        layout = getattr(player, "layout", None)
-        if layout is not None and self.info.get("layout") != layout.version:
-            raise UserError(
-                f"the worker captures view layout {self.info.get('layout')!r}, not {layout.version!r}"
-            )
-        if hasattr(player, "warm_up"):
-            player.warm_up(worker.capture(player.request()))
-        self.log = MatchLog(worker)
-        self.log.poll()  # the restored game's whole log: its declaration and the setup steps done
-        self.record.declarer = self.log.declarer
-        if self.recorder is not None:
-            self.recorder.start(worker, self.info)
-            if self.session_id is not None:
-                self.recorder.writer.update_manifest(id=self.session_id)
-        self._mode = "match"
-        worker.arm("match")
-        self._tick = self._start = worker.now_ns()
-        self.end = None
-
-
-def play_from_save(
-    worker: Any,
-    player: Any,
-    settings: GameSettings,
-    running: bool,
-    *,
-    recorder: Any = None,
-    session_id: str | None = None,
-    on_decision: Callable[[int], None] | None = None,
-) -> GameRecord:
-    """`screen.game.play_game` on a restored save; `running`: the match already runs (skip the harness)."""
-    return play_game(
-        worker,
-        player,
-        settings,
-        recorder=recorder,
-        session_id=session_id,
-        on_decision=on_decision,
-        game_type=RunningGame if running else Game,
-    )
-
-
 # --- the player ----------------------------------------------------------------------------------------
 
 
@@ -361,7 +309,7 @@ def load_policy(config: RungGamesConfig) -> tuple[Any, dict[str, Any]]:
     try:
         policy = PolicyPlayer(
             path,
-            mode="point" if config.point else "sample",
+            mode=config.decoding_mode,
             temperature=config.temperature,
             reset_memory=config.reset_memory,
             follow_through=config.follow_through,
@@ -415,14 +363,88 @@ def _row(index: int, rung: str, save: dict[str, Any], name: str, record: GameRec
     )
 
 
+class RungRun:
+    """rung-games' run for `play.runner.run_games`: game i's rung and save from the schedule and the rows
+    so far, a simulator worker restored from the save, the player, the recorder's settings and the row."""
+
+    def __init__(self, config: RungGamesConfig, policy: Any, identity: dict[str, Any], run_id: str) -> None:
+        self.config, self.policy, self.identity, self.run_id = config, policy, identity, run_id
+        self.name = identity["player"]
+        self.speed = int(config.listing.get("settings", {}).get("speed", 5))
+        self.planned: dict[int, tuple[str, dict[str, Any]]] = {}
+
+    def rows_so_far(self) -> list[GameResult]:
+        """The rows in OUT/results.jsonl: `run_games` appends each game's row before it plans the next."""
+        path = self.config.out / RESULTS
+        return read_results(path) if path.exists() else []
+
+    def plan(self, index: int) -> GamePlan:
+        rung, save = plan_game(index, self.config, self.rows_so_far())
+        self.planned[index] = (rung, save)
+        return GamePlan(
+            index=index,
+            arena=save["preset"],
+            spec=f"{save['preset']}:{save['map_seed']}",
+            seed=self.config.seed + index,
+            side=save["side"],
+            speed=self.speed,
+        )
+
+    @contextlib.contextmanager
+    def workers(self) -> Iterator[Callable[[GamePlan], AbstractContextManager[Any]]]:
+        from hoi4_arena.screen.sim_worker import SimWorker
+
+        layout = getattr(self.policy, "layout", None) or "cpu"
+
+        @contextlib.contextmanager
+        def open_save(plan: GamePlan) -> Iterator[Any]:
+            with SimWorker(
+                save=self.config.ladder / self.planned[plan.index][1]["save"], layout=layout
+            ) as worker:
+                if self.config.max_days:
+                    worker.game.world.max_days = self.config.max_days
+                yield worker
+
+        yield open_save
+
+    def player(self, plan: GamePlan, worker: Any) -> Any:
+        return make_player(self.policy, worker, plan.seed, plan.side, plan.speed)
+
+    def game_settings(self, plan: GamePlan, budget_ns: int | None) -> GameSettings:
+        running = "declare" in self.planned[plan.index][1].get("done", ())
+        return GameSettings(side=plan.side, speed=plan.speed, spec=plan.spec, running=running)
+
+    def session_id(self, plan: GamePlan) -> str:
+        rung, save = self.planned[plan.index]
+        return f"{slug(self.name)}-{self.run_id}-g{plan.index:04d}-{rung}-{slug(save['preset'], 'map')}-{plan.side}"
+
+    def recorder_settings(self, plan: GamePlan) -> Any:
+        if not self.config.record:
+            return None
+        from hoi4_arena.sessions.recorder import RecorderSettings
+
+        rung, save = self.planned[plan.index]
+        return RecorderSettings(
+            hz=5.0,
+            game_speed=plan.speed,
+            source="scripted" if self.policy is None else "policy",
+            codec=self.config.codec,
+            game="sim",
+            side=plan.side,
+            after_winner_s=0.0,
+            extra={"rung_games": {**self.identity, "game": plan.index, "rung": rung, "save": save["save"]}},
+        )
+
+    def row(self, plan: GamePlan, record: GameRecord) -> GameResult:
+        rung, save = self.planned.pop(plan.index)
+        return _row(plan.index, rung, save, self.name, record)
+
+
 def run_rung_games(config: RungGamesConfig) -> dict[str, Any]:
     """Play the games (resuming OUT), write OUT/rung-games.json, return the report and the run's summary."""
-    from hoi4_arena.play.runner import slug, summarize
-    from hoi4_arena.screen.sim_worker import SimWorker
-    from hoi4_arena.sessions.lock import remove_unfinished
+    from hoi4_arena.play.runner import RunLimits, run_games
 
     policy, identity = load_policy(config)  # before OUT is made: a bad checkpoint writes nothing
-    name = identity["player"]
     ladder_json = config.ladder / "ladder.json"
     settings = {
         **identity,
@@ -437,129 +459,28 @@ def run_rung_games(config: RungGamesConfig) -> dict[str, Any]:
     if policy is not None and config.player not in BUILTIN:
         settings["decoding"] = {
             "point": config.point,
+            "deterministic": config.deterministic,
             "temperature": config.temperature,
             "reset_memory": config.reset_memory,
             "follow_through": config.follow_through,
         }
-    done = open_run(config.out, SETTINGS, settings, "rung-games")
     run_id = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
-    speed = int(config.listing.get("settings", {}).get("speed", 5))
-    layout = getattr(policy, "layout", None) or "cpu"
-    results = config.out / RESULTS
-    skipped = sum(1 for i in done if i < config.games)
-    started = time.perf_counter()
-    decisions_now = games_now = play_ns_now = 0
-    interrupted = False
-    with _Progress(name, config, skipped) as bar:
-        for index in range(config.games):
-            if index in done:
-                continue
-            rung, save = plan_game(index, config, list(done.values()))
-            side, seed = save["side"], config.seed + index
-            session_id = f"{slug(name)}-{run_id}-g{index:04d}-{rung}-{slug(save['preset'], 'map')}-{side}"
-            recorder = None
-            if config.record:
-                from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
-
-                remove_unfinished(config.out / session_id)
-                recorder = Recorder(
-                    config.out / session_id,
-                    RecorderSettings(
-                        hz=5.0,
-                        game_speed=speed,
-                        source="scripted" if policy is None else "policy",
-                        codec=config.codec,
-                        game="sim",
-                        side=side,
-                        after_winner_s=0.0,
-                        extra={"rung_games": {**identity, "game": index, "rung": rung, "save": save["save"]}},
-                    ),
-                )
-            bar.start_game(index, rung, save)
-            try:
-                try:
-                    with SimWorker(save=config.ladder / save["save"], layout=layout) as worker:
-                        if config.max_days:
-                            worker.game.world.max_days = config.max_days
-                        player = make_player(policy, worker, seed, side, speed)
-                        record = play_from_save(
-                            worker,
-                            player,
-                            GameSettings(side=side, speed=speed, spec=f"{save['preset']}:{save['map_seed']}"),
-                            running="declare" in save.get("done", ()),
-                            recorder=recorder,
-                            session_id=session_id,
-                            on_decision=bar.decision,
-                        )
-                except UserError:
-                    raise
-                except WorkerError as error:
-                    record = GameRecord(valid=False, reason=f"worker: {error}")
-                except Exception as error:  # a crashed game is kept, invalid, and the run goes on
-                    log.exception("game %d (%s) crashed", index, save["save"])
-                    record = GameRecord(valid=False, reason=f"crash: {type(error).__name__}: {error}")
-            except KeyboardInterrupt:
-                interrupted = True
-                break
-            if record.session is not None:
-                record.session = session_id  # relative to OUT
-            row = _row(index, rung, save, name, record)
-            append_result(results, row)
-            done[index] = row
-            decisions_now += record.decisions
-            play_ns_now += record.play_ns
-            games_now += 1
-            bar.end_game(row, succeeded(row, config.success) if row.valid else None)
-    rows = [done[i] for i in sorted(done) if i < config.games]
+    run = RungRun(config, policy, identity, run_id)
+    summary = run_games(
+        run,
+        config.out,
+        settings_file=SETTINGS,
+        settings=settings,
+        command="rung-games",
+        limits=RunLimits(games=config.games),
+        progress=config.progress,
+    )
+    by_index = {int(r.extra["game"]): r for r in run.rows_so_far()}
+    rows = [by_index[i] for i in sorted(by_index) if i < config.games]
     result = report(config, rows)
     (config.out / REPORT).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    run = summarize(rows, time.perf_counter() - started, decisions_now, games_now, play_ns_now / 1e9)
     return {
         **result,
-        "player": name,
-        "out": str(config.out),
-        "results": str(results),
-        "skipped": skipped,
-        "interrupted": interrupted,
-        "this_run": run["this_run"],
+        "player": run.name,
+        **{k: summary[k] for k in ("out", "results", "skipped", "interrupted", "this_run")},
     }
-
-
-class _Progress:
-    """Two bars on stderr: the games with the successes so far, and the decisions of the game played."""
-
-    def __init__(self, name: str, config: RungGamesConfig, skipped: int) -> None:
-        from hoi4_arena.terminal import progress_bar
-
-        self.name, self.skipped, self.games = name, skipped, config.games
-        self.bar = progress_bar() if config.progress else None
-        self.count = {"success": 0, "fail": 0, "invalid": 0}
-
-    def __enter__(self) -> _Progress:
-        if self.bar is not None:
-            self.bar.start()
-            self.game_task = self.bar.add_task(
-                f"{self.name}: games", total=self.games, completed=self.skipped
-            )
-            self.decision_task = self.bar.add_task("decisions", total=None)
-        return self
-
-    def start_game(self, index: int, rung: str, save: dict[str, Any]) -> None:
-        if self.bar is not None:
-            self.bar.reset(
-                self.decision_task, total=None, description=f"game {index} ({rung} {save['save']})"
-            )
-
-    def decision(self, count: int) -> None:
-        if self.bar is not None and count % 5 == 0:
-            self.bar.update(self.decision_task, completed=count)
-
-    def end_game(self, row: GameResult, success: bool | None) -> None:
-        self.count["invalid" if success is None else "success" if success else "fail"] += 1
-        if self.bar is not None:
-            text = " ".join(f"{k} {v}" for k, v in self.count.items())
-            self.bar.update(self.game_task, advance=1, description=f"{self.name}: {text}")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()

@@ -153,7 +153,8 @@ def game_workers(
 
 
 class Run(Protocol):
-    """What a command tells the runner about its games (play-policy's and record-ai's drivers)."""
+    """What a command tells the runner about its games (play-policy's, record-ai's and rung-games'
+    drivers)."""
 
     name: str
     """The player's name on the progress bar."""

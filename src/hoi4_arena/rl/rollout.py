@@ -18,7 +18,7 @@ in the batch (tests/rl/test_rollout.py holds them equal).
 
 `collect(policy, steps)` plays `steps` decisions of every slot and returns a `Rollout`: per decision the
 views, the policy's state before it (the stored memory a training window starts from), the tokens,
-their log-likelihood, the entropy of the distributions they were sampled from (`decision_entropy`: what
+their log-likelihood, the entropy of the distributions they were sampled from (`ActionHead.decode` gives it: what
 InfoPPO's clock and clip read), the value, every reward term, the total reward, the done and valid
 flags; and the value of each slot's next observation (to bootstrap GAE). A game that ends invalid
 (max_decisions, a worker error, a dead worker process) has its decisions in this rollout marked
@@ -43,17 +43,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from hoi4_arena.maps.model import TAGS, other_tag
-from hoi4_arena.models.head import ActionHead
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.rewards import OUTCOME, TERMS, total
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
@@ -164,7 +160,7 @@ class Rollout:
     logp: torch.Tensor
     """(T, N) log-likelihood of the tokens at temperature 1."""
     entropy: torch.Tensor
-    """(T, N) nats: the entropy of the distributions the tokens were sampled from (`decision_entropy`)."""
+    """(T, N) nats: the entropy of the distributions the tokens were sampled from (`ActionHead.decode`)."""
     value: torch.Tensor
     terms: dict[str, np.ndarray]
     """Each reward term (outcome and the shaping terms), unweighted, (T, N)."""
@@ -407,21 +403,13 @@ class Rollouts:
             store["hidden"].append(state.hidden)
             store["previous"].append(state.previous)
             store["first"].append(np.array([not slot.decisions for slot in self.slots]))
-            with _head_inputs(policy) as inputs:
-                decision = policy.step(
-                    obs,
-                    state,
-                    temperature=self.temperature,
-                    generator=[slot.generator for slot in self.slots],
-                )
+            decision = policy.step(
+                obs, state, temperature=self.temperature, generator=[slot.generator for slot in self.slots]
+            )
             tokens = decision.tokens.numpy()
             store["tokens"].append(decision.tokens)
             store["logp"].append(decision.logp)
-            store["entropy"].append(
-                decision_entropy(
-                    policy.head, inputs["context"], inputs["cells"], decision.tokens, self.temperature
-                )
-            )
+            store["entropy"].append(decision.entropy)
             store["value"].append(decision.value)
             rivals = self._rivals(policy)  # the other sides' tokens: played, not stored for training
             requests = {}
@@ -514,47 +502,6 @@ class Rollouts:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def decision_entropy(
-    head: ActionHead, context: torch.Tensor, cells: torch.Tensor, tokens: torch.Tensor, temperature: float
-) -> torch.Tensor:
-    """(N,) nats: the entropy of each distribution `head.decode(context, cells, temperature)` drew the
-    sampled `tokens` (N, slots, 3) from, summed over the slots: a slot's kind, and for a move kind its
-    cell, column and row (those of the sampled cell; the factors its log p is made of), each
-    softmax(logits / temperature). 0 at temperature 0 (argmax decoding draws nothing)."""
-    if temperature == 0:
-        return torch.zeros(tokens.shape[0], device=tokens.device)
-    # Each slot's state given the tokens before it: the states decode sampled every slot from.
-    u = head._slot_states(context, cells, tokens[:, :-1])  # (N, slots, dim)
-    kind, x, y = tokens.unbind(-1)
-    rows = torch.arange(tokens.shape[0], device=tokens.device)[:, None]
-    column, row = head._position_logits(u, cells[rows, head._cell_of(x, y)])
-
-    def entropy(logits: torch.Tensor) -> torch.Tensor:
-        logp = F.log_softmax(logits / temperature, dim=-1)
-        return -(logp.exp() * logp).sum(dim=-1)
-
-    pointer = entropy(head._cell_logits(u, cells)) + entropy(column) + entropy(row)
-    move = head.tokens.move_mask[kind]
-    return (entropy(head.kind(u)) + torch.where(move, pointer, torch.zeros_like(pointer))).sum(dim=-1)
-
-
-@contextmanager
-def _head_inputs(policy: Policy) -> Iterator[dict[str, torch.Tensor]]:
-    """The action head's inputs in the `Policy.step` inside the block: the context (taken at the head's
-    first layer) and the cells (the cell map's output). Hooks, so the decision's entropy is scored on what
-    decode sampled from without a second copy of `Policy.step` beside play-policy's."""
-    seen: dict[str, torch.Tensor] = {}
-    hooks = [
-        policy.head.start.register_forward_pre_hook(lambda _m, args: seen.__setitem__("context", args[0])),
-        policy.cell_map.register_forward_hook(lambda _m, _args, out: seen.__setitem__("cells", out)),
-    ]
-    try:
-        yield seen
-    finally:
-        for hook in hooks:
-            hook.remove()
 
 
 def _rival_state(rival: _Rival) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 `Game` is a match stepped by hand: `start` (attach; a player that reads views must read the worker's
 layout; a player with `warm_up` makes one decision that is thrown away, since the first call of a
 model is slow and on a live game would make the first real decision late; the harness's
-`start_match`; the session's recorder starts; the worker is armed: setup mode while a paused-setup
-player may still press space, else match mode), then `observe` / `act` until `ended`, then `finish`.
+`start_match`, or on a restored save whose match already runs (`GameSettings.running`) the log so
+far; the session's recorder starts; the worker is armed: setup mode while a paused-setup player may
+still press space, else match mode), then `observe` / `act` until `ended`, then `finish`.
 `play_game` is that loop for a player that answers a capture with events; the Gymnasium env steps the
 same object one action at a time, and the runs of games of `play/runner.py` call `play_game`.
 
@@ -162,6 +163,10 @@ class GameSettings:
     """Stop after this many decisions (0: no limit); a game stopped so is unfinished (invalid)."""
     budget_ns: int | None = None
     """Stop when this much play has passed on the worker's clock (invalid: cut)."""
+    running: bool = False
+    """The match already runs (a restored save past its declaration, rung-games' S1..S3): no harness
+    start (it would type the declaration again and press space, pausing the game); the log so far,
+    declaration and setup steps done, is read from the game."""
 
 
 class Game:
@@ -202,14 +207,19 @@ class Game:
             )
         if hasattr(player, "warm_up"):
             player.warm_up(worker.capture(player.request()))
-        started = start_match(worker, MatchConfig(speed=self.settings.speed))
-        record.declarer = started.declarer
-        self.log = MatchLog(worker, started.log_offset, started.log_lines)
+        if self.settings.running:
+            self.log = MatchLog(worker)
+            self.log.poll()  # the restored game's whole log: its declaration and the setup steps done
+            record.declarer = self.log.declarer
+        else:
+            started = start_match(worker, MatchConfig(speed=self.settings.speed))
+            record.declarer = started.declarer
+            self.log = MatchLog(worker, started.log_offset, started.log_lines)
         if self.recorder is not None:
             self.recorder.start(worker, self.info)
             if self.session_id is not None:
                 self.recorder.writer.update_manifest(id=self.session_id)
-        self._mode = "setup" if player.setup_keys else "match"
+        self._mode = "setup" if player.setup_keys and not self.settings.running else "match"
         worker.arm(self._mode)
         self._tick = self._start = worker.now_ns()
         self.end = None
@@ -336,14 +346,12 @@ def play_game(
     recorder: Any = None,
     session_id: str | None = None,
     on_decision: Callable[[int], None] | None = None,
-    game_type: type[Game] | None = None,
 ) -> GameRecord:
     """Play one game on `worker` (a new, paused game) through `player` and finish it; see the module
     docstring. `recorder` is an unstarted `sessions.recorder.Recorder` or None; `session_id` names its
     session. A `WorkerError` makes the game invalid; anything else propagates after the match is
-    finished and the session closed. `game_type`: a `Game` subclass that starts otherwise (rung-games'
-    restored saves whose match already runs)."""
-    game = (game_type or Game)(worker, settings, recorder=recorder, session_id=session_id)
+    finished and the session closed."""
+    game = Game(worker, settings, recorder=recorder, session_id=session_id)
     try:
         game.start(player)
         while True:
