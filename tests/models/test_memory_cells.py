@@ -76,6 +76,25 @@ def test_run_equals_recurrence(kind, dtype, atol) -> None:
     assert_states_close(fast_state, slow_state, atol)
 
 
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [
+        ("gdn2", dict(conv=0)),
+        ("gdn2", dict(heads=2, expand_v=2, conv=2)),
+        ("mamba3", dict(heads=3, d_state=6)),
+    ],
+)
+def test_run_equals_recurrence_with_options(kind, options) -> None:
+    torch.manual_seed(0)
+    cell = build_memory(kind, INPUT, 12, **options).double()
+    x, state = inputs(2, 10, torch.float64), random_state(cell, 2, torch.float64)
+    with torch.no_grad():
+        fast_y, fast_state = cell.run(x, state, chunk=3)
+        slow_y, slow_state = cell.run_recurrent(x, state)
+    torch.testing.assert_close(fast_y, slow_y, atol=1e-10, rtol=0)
+    assert_states_close(fast_state, slow_state, 1e-10)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_state_carries_across_calls(kind) -> None:
     cell = make(kind)
@@ -171,8 +190,8 @@ def test_gdn2_is_the_papers_gated_delta_rule() -> None:
     """The paper's convention: S (d_v x d_k), S_t = S_{t-1} alpha_t (I - beta_t k_t k_t^T) + beta_t v_t k_t^T,
     o_t = S_t q_t; the cell stores S transposed."""
     cell = make("gdn2")
-    x, (s0,) = inputs(2, 7, torch.float64), random_state(cell, 2, torch.float64)
-    q, k, v, g, beta = cell._project(x)
+    x, (s0, buffer) = inputs(2, 7, torch.float64), random_state(cell, 2, torch.float64)
+    q, k, v, g, beta, _ = cell._project(x, buffer)
     s = s0.transpose(-1, -2)  # (B, H, V, K)
     eye = torch.eye(cell.key_dim, dtype=torch.float64)
     outs = []
@@ -183,7 +202,7 @@ def test_gdn2_is_the_papers_gated_delta_rule() -> None:
         outs.append((s @ q[:, t][..., None])[..., 0])
     expected = cell._output(torch.stack(outs, dim=1), x)
     with torch.no_grad():
-        y, (s_end,) = cell.run(x, (s0,), chunk=3)
+        y, (s_end, _) = cell.run(x, (s0, buffer), chunk=3)
     torch.testing.assert_close(y, expected.detach(), atol=1e-10, rtol=0)
     torch.testing.assert_close(s_end, s.transpose(-1, -2).detach(), atol=1e-10, rtol=0)
 
@@ -256,9 +275,11 @@ def recall_accuracy(
     return (readout(y[:, -1]).argmax(-1) == token).float().mean().item()
 
 
-def test_memories_beat_none_at_recall() -> None:
-    control = recall_accuracy("none")
-    assert control < 0.4
-    for kind in KINDS:
-        if kind != "none":
-            assert recall_accuracy(kind) > 0.9, kind
+def test_none_is_at_chance_at_recall() -> None:
+    assert recall_accuracy("none") < 0.4
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "none"])
+def test_memory_recalls_the_first_token(kind) -> None:
+    # Measured over seeds 0-3: every memory >= 0.99 at these 80 steps, none 0.22-0.24.
+    assert recall_accuracy(kind) > 0.9
