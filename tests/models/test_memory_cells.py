@@ -56,6 +56,9 @@ def test_shapes_and_initial_state(kind) -> None:
     assert cell.kind == kind and cell.input_dim == INPUT and cell.output_dim == 16
     state = cell.initial(3)
     assert all(s.shape[0] == 3 and not s.any() for s in state)  # batch-first, and zeros: keep_state's reset
+    assert all(s.dtype == torch.float32 for s in state) and all(
+        s.dtype == torch.float64 for s in make(kind).initial(2)
+    )
     y, next_state = cell.step(inputs(3, 1, torch.float32)[:, 0], state)
     assert y.shape == (3, 16)
     y, next_state = cell.run(inputs(3, 5, torch.float32), state)
@@ -236,7 +239,7 @@ def test_mamba3_is_a_complex_ssm_with_the_trapezoidal_rule() -> None:
         outs.append((cc[:, t].conj()[..., None] * h).real.sum(-2))
     expected = cell._output(torch.stack(outs, dim=1), xs, z)
     with torch.no_grad():
-        y, _ = cell.run(x, tuple(s.double() for s in cell.initial(2)), chunk=4)
+        y, _ = cell.run(x, cell.initial(2), chunk=4)
     torch.testing.assert_close(y, expected.detach(), atol=1e-10, rtol=0)
 
 

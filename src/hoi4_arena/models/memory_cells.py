@@ -42,7 +42,13 @@ class MemoryCell(nn.Module):
         self.output_dim = output_dim
 
     def initial(self, batch: int, device: torch.device | str | None = None) -> State:
+        """The state before an episode's first step: zeros (keep_state relies on it), in the cell's dtype,
+        on `device` or else where the cell's weights are."""
         raise NotImplementedError
+
+    def _zeros(self, *shape: int, device: torch.device | str | None) -> Tensor:
+        weight = next(self.parameters())
+        return torch.zeros(*shape, dtype=weight.dtype, device=weight.device if device is None else device)
 
     def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
         """x (B, I) -> y (B, O) and the next state."""
@@ -74,7 +80,7 @@ class GRUMemory(MemoryCell):
         self.gru = nn.GRU(input_dim, hidden, batch_first=True)
 
     def initial(self, batch: int, device: torch.device | str | None = None) -> State:
-        return (torch.zeros(batch, self.output_dim, device=device),)
+        return (self._zeros(batch, self.output_dim, device=device),)
 
     def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
         y, state = self.run(x[:, None], state)
@@ -194,8 +200,8 @@ class GatedDeltaNet(MemoryCell):
     def initial(self, batch: int, device: torch.device | str | None = None) -> State:
         channels = self.qkv.out_features
         return (
-            torch.zeros(batch, self.heads, self.key_dim, self.value_dim, device=device),  # S
-            torch.zeros(batch, max(self.taps - 1, 0), channels, device=device),  # the convolution's inputs
+            self._zeros(batch, self.heads, self.key_dim, self.value_dim, device=device),  # S
+            self._zeros(batch, max(self.taps - 1, 0), channels, device=device),  # the convolution's inputs
         )
 
     def _project(self, x: Tensor, buffer: Tensor) -> tuple[Tensor, ...]:
@@ -323,10 +329,10 @@ class Mamba3(MemoryCell):
     def initial(self, batch: int, device: torch.device | str | None = None) -> State:
         h, n, p = self.heads, self.d_state, self.head_dim
         return (
-            torch.zeros(batch, h, n, p, device=device),  # h
-            torch.zeros(batch, h, self.angles, device=device),  # Theta
-            torch.zeros(batch, h, n, device=device),  # the previous step's rotated B
-            torch.zeros(batch, h, p, device=device),  # the previous step's x
+            self._zeros(batch, h, n, p, device=device),  # h
+            self._zeros(batch, h, self.angles, device=device),  # Theta
+            self._zeros(batch, h, n, device=device),  # the previous step's rotated B
+            self._zeros(batch, h, p, device=device),  # the previous step's x
         )
 
     def _project(self, x: Tensor) -> tuple[Tensor, ...]:
