@@ -286,11 +286,12 @@ class Mamba3(MemoryCell):
       Mamba-2's exponential-Euler rule); A_t = -softplus(.) <= -1e-4 and dt_t = softplus(. + dt_bias),
       both data-dependent, as in the official module;
     - complex (rotary) state: B_t and C_t rotated in pairs by Theta_t = sum_{s<=t} dt_s pi tanh(theta_s),
-      data-dependent angles shared by the heads, on half of d_state (the paper's default), Theta wrapped
-      mod 2 pi. Rotating B and C by their own cumulative angle is the complex diagonal SSM in a rotating
+      data-dependent angles shared by the heads, on half of d_state (the official module's default
+      rope_fraction of 0.5), Theta wrapped mod 2 pi. Rotating B and C by their own cumulative angle is the complex diagonal SSM in a rotating
       frame, so the real SSD form still applies;
     - B and C RMS-normalised, then a per-head bias (initialised to 1); no short convolution;
-    - output: RMSNorm(y * SiLU(z)), then a linear map to `hidden` (d_inner = expand * hidden).
+    - output: RMSNorm(y * SiLU(z)) (the gated norm of the reference mamba3_simple; the official module's
+      default gates without a norm), then a linear map to `hidden` (d_inner = expand * hidden).
 
     The state carries, besides h, the cumulative angle and the last step's rotated B and x, which the
     trapezoid's beta term reads at the next step (so a window split in two equals one window).
@@ -299,8 +300,9 @@ class Mamba3(MemoryCell):
     segment-sum of log decays, here over 2C "keys" (gamma_s B_s with x_s, and beta_s B_{s-1} with
     x_{s-1}) sharing one decay matrix; between chunks, the state handed on. `step` is the per-step scan.
 
-    Left out: MIMO (the rank-r B, x of the paper's section 4), the kernels, and the option of a norm
-    before the output projection only; this is the SISO model.
+    Left out: MIMO (the paper's rank-r B and x; this is the SISO model), the fused kernels and
+    variable-length packing. Checked against the paper's equations and state-spaces/mamba's modules;
+    the tests hold it to an explicitly complex-valued trapezoidal recurrence.
     """
 
     kind = "mamba3"
