@@ -17,7 +17,6 @@ from hoi4_arena.models.memory_cells import (
     parameter_count,
 )
 
-KINDS = MEMORY_KINDS
 INPUT = 6
 
 
@@ -44,18 +43,21 @@ def assert_states_close(a, b, atol: float) -> None:
         torch.testing.assert_close(sa, sb, atol=atol, rtol=0)
 
 
-def test_kinds_are_the_registered_ones() -> None:
-    assert set(KINDS) <= set(MEMORY_KINDS)
+def test_every_listed_kind_builds_and_others_refuse() -> None:
+    assert [build_memory(kind, INPUT, 8).kind for kind in MEMORY_KINDS] == list(MEMORY_KINDS)
     with pytest.raises(ValueError, match="unknown memory"):
         build_memory("lstm", INPUT, 8)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
 def test_shapes_and_initial_state(kind) -> None:
     cell = make(kind, dtype=torch.float32)
     assert cell.kind == kind and cell.input_dim == INPUT and cell.output_dim == 16
     state = cell.initial(3)
     assert all(s.shape[0] == 3 and not s.any() for s in state)  # batch-first, and zeros: keep_state's reset
+    assert all(s.dtype == torch.float32 for s in state) and all(
+        s.dtype == torch.float64 for s in make(kind).initial(2)
+    )
     y, next_state = cell.step(inputs(3, 1, torch.float32)[:, 0], state)
     assert y.shape == (3, 16)
     y, next_state = cell.run(inputs(3, 5, torch.float32), state)
@@ -63,7 +65,7 @@ def test_shapes_and_initial_state(kind) -> None:
     assert [s.shape for s in next_state] == [s.shape for s in state]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
 @pytest.mark.parametrize(("dtype", "atol"), [(torch.float64, 1e-10), (torch.float32, 1e-5)])
 def test_run_equals_recurrence(kind, dtype, atol) -> None:
     # 11 steps in chunks of 4: two full chunks and a short one.
@@ -76,7 +78,26 @@ def test_run_equals_recurrence(kind, dtype, atol) -> None:
     assert_states_close(fast_state, slow_state, atol)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [
+        ("gdn2", dict(conv=0)),
+        ("gdn2", dict(heads=2, expand_v=2, conv=2)),
+        ("mamba3", dict(heads=3, d_state=6)),
+    ],
+)
+def test_run_equals_recurrence_with_options(kind, options) -> None:
+    torch.manual_seed(0)
+    cell = build_memory(kind, INPUT, 12, **options).double()
+    x, state = inputs(2, 10, torch.float64), random_state(cell, 2, torch.float64)
+    with torch.no_grad():
+        fast_y, fast_state = cell.run(x, state, chunk=3)
+        slow_y, slow_state = cell.run_recurrent(x, state)
+    torch.testing.assert_close(fast_y, slow_y, atol=1e-10, rtol=0)
+    assert_states_close(fast_state, slow_state, 1e-10)
+
+
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
 def test_state_carries_across_calls(kind) -> None:
     cell = make(kind)
     x, state = inputs(2, 13, torch.float64), random_state(cell, 2, torch.float64)
@@ -88,7 +109,7 @@ def test_state_carries_across_calls(kind) -> None:
     assert_states_close(split_state, whole_state, 1e-10)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
 def test_gradients_equal_the_recurrence(kind) -> None:
     cell = make(kind)
     x, state = inputs(2, 9, torch.float64), random_state(cell, 2, torch.float64)
@@ -112,7 +133,7 @@ def test_gradients_equal_the_recurrence(kind) -> None:
         torch.testing.assert_close(a, b, atol=1e-9, rtol=0)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
 def test_keep_state_resets_only_the_chosen_rows(kind) -> None:
     cell = make(kind)
     state = random_state(cell, 4, torch.float64)
@@ -128,7 +149,7 @@ def test_keep_state_resets_only_the_chosen_rows(kind) -> None:
         assert not keep_state(poisoned, torch.zeros(4, dtype=torch.bool))[0].isnan().any()
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
 def test_detach_state_cuts_the_graph(kind) -> None:
     cell = make(kind)
     _, state = cell.run(inputs(2, 3, torch.float64), random_state(cell, 2, torch.float64))
@@ -136,7 +157,7 @@ def test_detach_state_cuts_the_graph(kind) -> None:
     assert all(torch.equal(a, b) for a, b in zip(detach_state(state), state, strict=True))
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", MEMORY_KINDS)
 @pytest.mark.parametrize("budget", [20_000, 300_000])
 def test_hidden_for_parameters_meets_the_budget(kind, budget) -> None:
     hidden = hidden_for_parameters(kind, 64, budget)
@@ -171,8 +192,8 @@ def test_gdn2_is_the_papers_gated_delta_rule() -> None:
     """The paper's convention: S (d_v x d_k), S_t = S_{t-1} alpha_t (I - beta_t k_t k_t^T) + beta_t v_t k_t^T,
     o_t = S_t q_t; the cell stores S transposed."""
     cell = make("gdn2")
-    x, (s0,) = inputs(2, 7, torch.float64), random_state(cell, 2, torch.float64)
-    q, k, v, g, beta = cell._project(x)
+    x, (s0, buffer) = inputs(2, 7, torch.float64), random_state(cell, 2, torch.float64)
+    q, k, v, g, beta, _ = cell._project(x, buffer)
     s = s0.transpose(-1, -2)  # (B, H, V, K)
     eye = torch.eye(cell.key_dim, dtype=torch.float64)
     outs = []
@@ -183,7 +204,7 @@ def test_gdn2_is_the_papers_gated_delta_rule() -> None:
         outs.append((s @ q[:, t][..., None])[..., 0])
     expected = cell._output(torch.stack(outs, dim=1), x)
     with torch.no_grad():
-        y, (s_end,) = cell.run(x, (s0,), chunk=3)
+        y, (s_end, _) = cell.run(x, (s0, buffer), chunk=3)
     torch.testing.assert_close(y, expected.detach(), atol=1e-10, rtol=0)
     torch.testing.assert_close(s_end, s.transpose(-1, -2).detach(), atol=1e-10, rtol=0)
 
@@ -217,7 +238,7 @@ def test_mamba3_is_a_complex_ssm_with_the_trapezoidal_rule() -> None:
         outs.append((cc[:, t].conj()[..., None] * h).real.sum(-2))
     expected = cell._output(torch.stack(outs, dim=1), xs, z)
     with torch.no_grad():
-        y, _ = cell.run(x, tuple(s.double() for s in cell.initial(2)), chunk=4)
+        y, _ = cell.run(x, cell.initial(2), chunk=4)
     torch.testing.assert_close(y, expected.detach(), atol=1e-10, rtol=0)
 
 
@@ -256,9 +277,11 @@ def recall_accuracy(
     return (readout(y[:, -1]).argmax(-1) == token).float().mean().item()
 
 
-def test_memories_beat_none_at_recall() -> None:
-    control = recall_accuracy("none")
-    assert control < 0.4
-    for kind in KINDS:
-        if kind != "none":
-            assert recall_accuracy(kind) > 0.9, kind
+def test_none_is_at_chance_at_recall() -> None:
+    assert recall_accuracy("none") < 0.4
+
+
+@pytest.mark.parametrize("kind", [k for k in MEMORY_KINDS if k != "none"])
+def test_memory_recalls_the_first_token(kind) -> None:
+    # Measured over seeds 0-3: every memory >= 0.99 at these 80 steps, none 0.22-0.24.
+    assert recall_accuracy(kind) > 0.9

@@ -42,7 +42,13 @@ class MemoryCell(nn.Module):
         self.output_dim = output_dim
 
     def initial(self, batch: int, device: torch.device | str | None = None) -> State:
+        """The state before an episode's first step: zeros (keep_state relies on it), in the cell's dtype,
+        on `device` or else where the cell's weights are."""
         raise NotImplementedError
+
+    def _zeros(self, *shape: int, device: torch.device | str | None) -> Tensor:
+        weight = next(self.parameters())
+        return torch.zeros(*shape, dtype=weight.dtype, device=weight.device if device is None else device)
 
     def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
         """x (B, I) -> y (B, O) and the next state."""
@@ -74,7 +80,7 @@ class GRUMemory(MemoryCell):
         self.gru = nn.GRU(input_dim, hidden, batch_first=True)
 
     def initial(self, batch: int, device: torch.device | str | None = None) -> State:
-        return (torch.zeros(batch, self.output_dim, device=device),)
+        return (self._zeros(batch, self.output_dim, device=device),)
 
     def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
         y, state = self.run(x[:, None], state)
@@ -154,9 +160,11 @@ class GatedDeltaNet(MemoryCell):
     S (d_v x d_k). Here S is stored transposed, (d_k x d_v) as flash-linear-attention does:
         S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T,    o_t = S_t^T q_t,
     which is the same recurrence. alpha_t = exp(-exp(A_log) * softplus(a_t + dt_bias)) (Mamba-2's
-    decay, kept in log space), beta_t = sigmoid(b_t); q, k, v are linear maps of x through SiLU, q and k
-    L2-normalised and q scaled by d_k^-1/2; the output is RMSNorm(o_t) * SiLU(gate_t) per head, then a
-    linear map to `hidden`.
+    decay, kept in log space), beta_t = sigmoid(b_t). The block of section 3.4: q, k, v are a linear map
+    of x, a short causal depthwise convolution (`conv` taps; 0 leaves it out), SiLU, and q, k are
+    L2-normalised (q also scaled by d_k^-1/2, as flash-linear-attention does); the output is
+    RMSNorm(o_t) * SiLU(gate_t) per head, then a linear map to `hidden`. The state carries, besides S,
+    the convolution's last `conv - 1` inputs, so a window split in two equals one window.
 
     `run` is the chunkwise form of the paper's section 3.3 and appendix A (the extended WY
     representation): within a chunk the pseudo-values U solve a unit lower-triangular system (the UT
@@ -165,14 +173,14 @@ class GatedDeltaNet(MemoryCell):
         O = (Gamma Q) S_0 + (Q K^T * D) U,   S_C = Gamma_C S_0 + (K * Gamma_C / Gamma)^T U,
     one small state hand-over per chunk. `step` is the per-step delta rule.
 
-    Left out: the paper's short causal convolutions on q, k, v (they would add a convolution buffer to
-    the state), and the hybrid blocks with attention (GatedDeltaNet-H1/H2). "Gated DeltaNet-2" in the
-    issue is taken to mean this, the closest published form.
+    Left out: the model around the token mixer (SwiGLU MLPs, stacking) and the hybrids with sliding-window
+    attention (GatedDeltaNet-H1/H2). "Gated DeltaNet-2" in the issue is taken to mean this, the closest
+    published form.
     """
 
     kind = "gdn2"
 
-    def __init__(self, input_dim: int, hidden: int, heads: int = 4, expand_v: int = 1) -> None:
+    def __init__(self, input_dim: int, hidden: int, heads: int = 4, expand_v: int = 1, conv: int = 4) -> None:
         super().__init__(input_dim, hidden)
         if hidden % heads:
             raise ValueError(f"gdn2: hidden {hidden} is not a multiple of heads {heads}")
@@ -180,6 +188,8 @@ class GatedDeltaNet(MemoryCell):
         self.value_dim = self.key_dim * expand_v
         k, v = heads * self.key_dim, heads * self.value_dim
         self.qkv = nn.Linear(input_dim, 2 * k + v, bias=False)
+        self.taps = conv
+        self.conv = nn.Conv1d(2 * k + v, 2 * k + v, conv, groups=2 * k + v, bias=False) if conv else None
         self.gates = nn.Linear(input_dim, 2 * heads)  # decay (a) and write strength (b) per head
         self.output_gate = nn.Linear(input_dim, v, bias=False)
         self.A_log = nn.Parameter(torch.empty(heads).uniform_(1, 16).log())
@@ -188,17 +198,28 @@ class GatedDeltaNet(MemoryCell):
         self.out = nn.Linear(v, hidden, bias=False)
 
     def initial(self, batch: int, device: torch.device | str | None = None) -> State:
-        return (torch.zeros(batch, self.heads, self.key_dim, self.value_dim, device=device),)
+        channels = self.qkv.out_features
+        return (
+            self._zeros(batch, self.heads, self.key_dim, self.value_dim, device=device),  # S
+            self._zeros(batch, max(self.taps - 1, 0), channels, device=device),  # the convolution's inputs
+        )
 
-    def _project(self, x: Tensor) -> tuple[Tensor, ...]:
-        """x (B, T, I) -> q, k (B, T, H, K); v (B, T, H, V); log decay g, beta (B, T, H)."""
+    def _project(self, x: Tensor, buffer: Tensor) -> tuple[Tensor, ...]:
+        """x (B, T, I), buffer (B, taps - 1, 2K + V) -> q, k (B, T, H, K); v (B, T, H, V); log decay g,
+        beta (B, T, H); and the next buffer."""
         h = self.heads
-        q, k, v = F.silu(self.qkv(x)).split([h * self.key_dim, h * self.key_dim, h * self.value_dim], dim=-1)
+        qkv = self.qkv(x)
+        if self.conv is not None:
+            # A valid convolution over the carried inputs and this window: output t sees t - taps + 1 .. t.
+            seq = torch.cat([buffer, qkv], dim=1)
+            qkv = self.conv(seq.transpose(1, 2)).transpose(1, 2)
+            buffer = seq[:, seq.shape[1] - buffer.shape[1] :]
+        q, k, v = F.silu(qkv).split([h * self.key_dim, h * self.key_dim, h * self.value_dim], dim=-1)
         q = F.normalize(q.unflatten(-1, (h, -1)), dim=-1) * self.key_dim**-0.5
         k = F.normalize(k.unflatten(-1, (h, -1)), dim=-1)
         a, b = self.gates(x).chunk(2, dim=-1)
         g = -self.A_log.exp() * F.softplus(a + self.dt_bias)  # log alpha <= 0
-        return q, k, v.unflatten(-1, (h, -1)), g, torch.sigmoid(b)
+        return q, k, v.unflatten(-1, (h, -1)), g, torch.sigmoid(b), buffer
 
     def _output(self, o: Tensor, x: Tensor) -> Tensor:
         """o (B, T, H, V) -> y (B, T, hidden)."""
@@ -206,18 +227,20 @@ class GatedDeltaNet(MemoryCell):
         return self.out((self.norm(o) * gate).flatten(-2))
 
     def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
-        (s,) = state  # (B, H, K, V)
-        q, k, v, g, beta = (z[:, 0] for z in self._project(x[:, None]))
+        s, buffer = state  # (B, H, K, V), (B, taps - 1, 2K + V)
+        *projected, buffer = self._project(x[:, None], buffer)
+        q, k, v, g, beta = (z[:, 0] for z in projected)
         s = g.exp()[..., None, None] * s
         u = beta[..., None] * (v - torch.einsum("bhkv,bhk->bhv", s, k))  # the delta: what k should read
         s = s + k[..., :, None] * u[..., None, :]
         o = torch.einsum("bhkv,bhk->bhv", s, q)
-        return self._output(o[:, None], x[:, None])[:, 0], (s,)
+        return self._output(o[:, None], x[:, None])[:, 0], (s, buffer)
 
     def run(self, x: Tensor, state: State, *, chunk: int = 64) -> tuple[Tensor, State]:
-        (s,) = state
+        s, buffer = state
         steps = x.shape[1]
-        q, k, v, g, beta = (_split_chunks(z, chunk) for z in self._project(x))  # (B, H, n, C, ...)
+        *projected, buffer = self._project(x, buffer)
+        q, k, v, g, beta = (_split_chunks(z, chunk) for z in projected)  # (B, H, n, C, ...)
         gc = g.cumsum(-1)  # log Gamma_t within each chunk
         decay = _decay_matrix(gc)  # (B, H, n, C, C)
         strict = (beta[..., :, None] * (k @ k.transpose(-1, -2)) * decay).tril(-1)
@@ -236,7 +259,7 @@ class GatedDeltaNet(MemoryCell):
             outs.append(q_start[:, :, c] @ s + scores[:, :, c] @ u)
             s = end[:, :, c] * s + k_end[:, :, c].transpose(-1, -2) @ u
         o = _merge_chunks(torch.stack(outs, dim=2), steps)
-        return self._output(o, x), (s,)
+        return self._output(o, x), (s, buffer)
 
 
 # --- mamba3 ---
@@ -263,11 +286,12 @@ class Mamba3(MemoryCell):
       Mamba-2's exponential-Euler rule); A_t = -softplus(.) <= -1e-4 and dt_t = softplus(. + dt_bias),
       both data-dependent, as in the official module;
     - complex (rotary) state: B_t and C_t rotated in pairs by Theta_t = sum_{s<=t} dt_s pi tanh(theta_s),
-      data-dependent angles shared by the heads, on half of d_state (the paper's default), Theta wrapped
-      mod 2 pi. Rotating B and C by their own cumulative angle is the complex diagonal SSM in a rotating
+      data-dependent angles shared by the heads, on half of d_state (the official module's default
+      rope_fraction of 0.5), Theta wrapped mod 2 pi. Rotating B and C by their own cumulative angle is the complex diagonal SSM in a rotating
       frame, so the real SSD form still applies;
     - B and C RMS-normalised, then a per-head bias (initialised to 1); no short convolution;
-    - output: RMSNorm(y * SiLU(z)), then a linear map to `hidden` (d_inner = expand * hidden).
+    - output: RMSNorm(y * SiLU(z)) (the gated norm of the reference mamba3_simple; the official module's
+      default gates without a norm), then a linear map to `hidden` (d_inner = expand * hidden).
 
     The state carries, besides h, the cumulative angle and the last step's rotated B and x, which the
     trapezoid's beta term reads at the next step (so a window split in two equals one window).
@@ -276,8 +300,9 @@ class Mamba3(MemoryCell):
     segment-sum of log decays, here over 2C "keys" (gamma_s B_s with x_s, and beta_s B_{s-1} with
     x_{s-1}) sharing one decay matrix; between chunks, the state handed on. `step` is the per-step scan.
 
-    Left out: MIMO (the rank-r B, x of the paper's section 4), the kernels, and the option of a norm
-    before the output projection only; this is the SISO model.
+    Left out: MIMO (the paper's rank-r B and x; this is the SISO model), the fused kernels and
+    variable-length packing. Checked against the paper's equations and state-spaces/mamba's modules;
+    the tests hold it to an explicitly complex-valued trapezoidal recurrence.
     """
 
     kind = "mamba3"
@@ -306,10 +331,10 @@ class Mamba3(MemoryCell):
     def initial(self, batch: int, device: torch.device | str | None = None) -> State:
         h, n, p = self.heads, self.d_state, self.head_dim
         return (
-            torch.zeros(batch, h, n, p, device=device),  # h
-            torch.zeros(batch, h, self.angles, device=device),  # Theta
-            torch.zeros(batch, h, n, device=device),  # the previous step's rotated B
-            torch.zeros(batch, h, p, device=device),  # the previous step's x
+            self._zeros(batch, h, n, p, device=device),  # h
+            self._zeros(batch, h, self.angles, device=device),  # Theta
+            self._zeros(batch, h, n, device=device),  # the previous step's rotated B
+            self._zeros(batch, h, p, device=device),  # the previous step's x
         )
 
     def _project(self, x: Tensor) -> tuple[Tensor, ...]:
