@@ -218,3 +218,23 @@ def test_cache_features_refuses_bad_input_in_one_line(data: Path, tmp_path: Path
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "error:" in out.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_clip_encoders_cache_sees_the_clips_the_data_loader_gives(data: Path, tmp_path: Path) -> None:
+    from hoi4_arena.data.loader import DataSettings, WindowLoader
+    from hoi4_arena.data.shuffle import WindowRef
+    from hoi4_arena.data.sources import find_sessions
+
+    policy = Policy(PolicyConfig(**TINY, encoder="cnn_clip"))
+    checkpoint = save_checkpoint(tmp_path / "clip.pt", policy)
+    out = tmp_path / "features"
+    cache_features(FeaturesConfig(str(data), str(checkpoint), str(out), batch=16))
+    found = find_sessions(data)
+    settings = DataSettings(window=60, batch=1, clip=policy.sizes.clip)
+    (batch,) = WindowLoader(settings).ordered(found.train, [WindowRef(0, 0)])
+    a = {k: torch.from_numpy(v[0]) for k, v in batch.arrays.items()}
+    obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"])
+    with torch.no_grad():
+        seen = policy.eval().see(obs)
+    direct = torch.cat([seen.summary, seen.cells.mean(1), seen.fovea], -1).numpy()
+    np.testing.assert_allclose(open_cache(out).sessions[0].arrays["perception"], direct, rtol=1e-5, atol=1e-5)
