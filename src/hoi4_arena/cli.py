@@ -953,6 +953,36 @@ def rung_games_command(config: Any) -> None:
         raise typer.Exit(130)
 
 
+# --- research: distill (docs/research.md) --------------------------------------------------------
+
+from hoi4_arena.training.distill_config import DistillConfig, parse_student  # noqa: E402
+
+
+@app.command("distill", rich_help_panel="Research")
+@from_config(
+    DistillConfig,
+    arguments=("teacher", "student", "data", "out"),
+    options={
+        "teacher": Opt(metavar="TEACHER"),
+        "data": Opt(metavar="DATA"),
+        "out": Opt(metavar="OUT"),
+        "student": Opt(
+            convert=Converter(lambda text, _: parse_student(text), lambda _: "", "STUDENT_CONFIG"),
+            metavar="STUDENT_CONFIG",
+        ),
+        "tower_args": Opt(convert=KEY_VALUES, extra="Repeatable: --tower-args embed_dim=192,depth=4."),
+        "sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
+    },
+)
+def distill_command(config: DistillConfig) -> None:
+    """A small CNN encoder trained to reproduce a larger encoder's features on recorded frames; OUT/student.pt
+    is a policy checkpoint whose encoder is the student."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.distill import distill
+
+    print_json(distill(config))
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:
