@@ -203,7 +203,10 @@ def salvage_command(
 # --peer: a station's worker over TLS in place of this machine's game (capture, probe, record)
 _PEER = Annotated[
     str | None,
-    typer.Option("--peer", help="A station's worker over TLS (a name in the peers file) instead of this machine's game."),
+    typer.Option(
+        "--peer",
+        help="A station's worker over TLS (a name in the peers file) instead of this machine's game.",
+    ),
 ]
 _PEERS = Annotated[
     Path | None,
