@@ -73,7 +73,7 @@ from hoi4_arena.quickstart import QuickstartConfig  # noqa: E402 -- torch-free u
 @from_config(
     QuickstartConfig,
     arguments=("out",),
-    options={"out": Opt(default=Path("demo")), "size": Opt(convert=SIZE)},
+    options={"out": Opt(default=Path("demo")), "size": Opt(convert=SIZE), "policy": Opt(convert=KEY_VALUES)},
     skip=("val_games", "speed", "eval_seconds_per_game", "progress"),
 )
 def quickstart(config: QuickstartConfig) -> None:
