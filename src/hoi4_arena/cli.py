@@ -615,6 +615,19 @@ def train_bc_command(
     print_json(train_bc(config, resume=resume, changes=given_on_command_line(ctx, config)))
 
 
+from hoi4_arena.players.intents_config import IntentsConfig  # noqa: E402 -- torch-free
+
+
+@app.command("intents", rich_help_panel="Learn")
+@from_config(IntentsConfig, arguments=("data",), options={"data": Opt(metavar="DATA")})
+def intents_command(config: IntentsConfig) -> None:
+    """Mark each decision of the scripted sessions with its intent and report the coverage (train-bc --skills)."""
+    from hoi4_arena.players.intents import coverage
+    from hoi4_arena.terminal import print_json
+
+    print_json(coverage(config))
+
+
 @app.command("heatmap", rich_help_panel="Learn")
 def heatmap_command(
     checkpoint: Annotated[
