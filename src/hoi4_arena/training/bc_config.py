@@ -113,6 +113,9 @@ class BCConfig:
     """--sources idm: leave out labelled decisions with a token less likely than this (log-likelihood)."""
     idm_weight: float = 1.0
     """--sources idm: the loss weight of a labelled decision (a recorded one weighs 1)."""
+    skills: bool = False
+    """Condition the policy on the scripted player's intents: each decision's intent (hoi4-arena intents)
+    is an input; the checkpoint then plays only where something gives it an intent (scripted sessions)."""
 
     def __post_init__(self) -> None:
         if self.rung is not None and self.rung not in ("S0", "S1", "S2", "S3"):
@@ -166,10 +169,11 @@ class BCConfig:
             raise UserError(f"lr must be a positive number, got {self.lr!r}")
         if self.device != "auto" and self.device != "cpu" and not self.device.startswith("cuda"):
             raise UserError(f"device must be cpu, cuda, cuda:N or auto, got {self.device!r}")
-        reserved = {"layout", "encoder", "weights", "freeze_blocks", "seed"}
+        reserved = {"layout", "encoder", "weights", "freeze_blocks", "seed", "intents"}
         clash = sorted(reserved & set(self.policy))
         if clash:
-            raise UserError(f"--policy cannot set {', '.join(clash)}: use --{clash[0].replace('_', '-')}")
+            flag = "skills" if clash[0] == "intents" else clash[0].replace("_", "-")
+            raise UserError(f"--policy cannot set {', '.join(clash)}: use --{flag}")
         self.policy_config  # noqa: B018 -- validates the architecture now, with its message
 
     @property
@@ -177,6 +181,11 @@ class BCConfig:
         """The PolicyConfig this run trains (UserError when the combination is refused)."""
         from hoi4_arena.models.config import PolicyConfig
 
+        intents = {}
+        if self.skills:
+            from hoi4_arena.players.intents import INTENTS
+
+            intents = {"intents": len(INTENTS)}
         try:
             return PolicyConfig(
                 layout=self.layout,
@@ -184,6 +193,7 @@ class BCConfig:
                 weights=self.weights,
                 freeze_blocks=self.freeze_blocks,
                 seed=self.seed,
+                **intents,
                 **self.policy,
             )
         except TypeError as error:
