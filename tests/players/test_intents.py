@@ -72,12 +72,13 @@ def test_each_order_lies_in_its_intent_and_replans_follow_the_opening(games: Pat
         seen = set(labels)
         assert {"popup", "form_army", "front", "offensive", "execute", "none"} <= seen
         for order in reader.manifest.orders:
+            # The step runs up to the decision that sees its effect (which already turns to the next).
             at = next(w.index for w in windows if w.t0_ns <= order["t_ns"] < w.end_ns)
             wanted = {"offensive": {"offensive", "replan"}}.get(order["order"], {order["order"]})
-            assert labels[at] in wanted, (order, labels[max(0, at - 3) : at + 3])
+            assert labels[at - 1] in wanted, (order, labels[max(0, at - 3) : at + 3])
         if "replan" in seen:  # every replan comes after the last opening offensive
             assert labels.index("replan") > len(labels) - 1 - labels[::-1].index("offensive")
-        assert labels[0] == "none"  # nothing is in progress before the player first looks
+        assert next(label for label in labels if label != "none") == "popup"  # the news window comes first
 
 
 def test_coverage_counts_add_up(games: Path, tmp_path: Path) -> None:
@@ -118,3 +119,41 @@ def test_bad_input_is_a_user_error(games: Path, tmp_path: Path) -> None:
         intent_labels(target)
     with pytest.raises(UserError, match="carry no skill"):
         coverage(SimpleNamespace(data=data, out=None))
+
+
+def test_the_live_intent_agrees_with_the_relabelled_recording(tmp_path: Path, monkeypatch) -> None:
+    """What record-ai --intent-policy gives the policy (the scripted player's live intent) is what train-bc
+    --skills trained it on (the relabeller's reading of the recording): always on decisions with input,
+    and on nearly all others (the relabeller sees the step's end only when its order is taken)."""
+    from hoi4_arena.play import record_ai
+    from hoi4_arena.players.intents import live_intent
+
+    live: list[str] = []
+
+    class Watched:
+        def __init__(self, player) -> None:
+            self._player = player
+
+        def __getattr__(self, name):
+            return getattr(self._player, name)
+
+        def decide(self, capture):
+            events = self._player.decide(capture)
+            live.append(live_intent(self._player, events))
+            return events
+
+    make = record_ai.make_player
+    monkeypatch.setattr(record_ai, "make_player", lambda *a, **k: Watched(make(*a, **k)))
+    out = tmp_path / "games"
+    run_record_ai(
+        RecordAIConfig(out, player="scripted", games=1, max_days=20, after_end_s=0.0, progress=False)
+    )
+    (session,) = sessions(out)
+    got = relabel(session)
+    labels = [INTENTS[i] for i in got.labels.tolist()]
+    n = min(len(labels), len(live))
+    assert abs(len(labels) - len(live)) <= 2
+    with_input = [i for i in range(n) if got.with_input[i]]
+    assert with_input and all(labels[i] == live[i] for i in with_input)
+    agree = sum(labels[i] == live[i] for i in range(n)) / n
+    assert agree >= 0.95, agree
