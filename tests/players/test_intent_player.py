@@ -34,7 +34,8 @@ def test_the_policy_carries_out_the_intents_the_scripted_player_chooses(tmp_path
     assert summary["games"] == 1 and summary["valid"] == 1
     row = json.loads((out / "results.jsonl").read_text().splitlines()[0])
     folder = out / row["session"]
-    assert row["session"].startswith("intent-g0000-")
+    assert row["session"].startswith("intent-g0000-") and row["player"] == "intent-policy"
+    assert row["intent_policy"].endswith("/skills")  # the checkpoint's folder/stem
     assert check_session(folder)["verdict"] == "ok"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["source"] == "policy"

@@ -394,7 +394,7 @@ class _RecordRun:
     def row(self, plan: GamePlan, record: GameRecord) -> GameResult:
         config = self.config
         return GameResult(
-            player=config.player,
+            player=config.player if self.intent_policy is None else "intent-policy",
             side=plan.side,
             winner=record.winner,
             valid=record.valid,
@@ -417,6 +417,7 @@ class _RecordRun:
                 "session": record.session,
                 "setup": record.setup,
                 **({"handover": record.handover} if self.first is not None else {}),
+                **({"intent_policy": self.intent_policy.name} if self.intent_policy is not None else {}),
             },
         )
 
