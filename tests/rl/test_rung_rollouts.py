@@ -20,7 +20,9 @@ from hoi4_arena.screen.worker import CaptureRequest
 @pytest.fixture(scope="module")
 def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ladder")
-    make_ladder(LadderConfig(out=out, arena="river", seeds=1, first_seed=3, sides="BLU,RED", max_decisions=1500))
+    make_ladder(
+        LadderConfig(out=out, arena="river", seeds=1, first_seed=3, sides="BLU,RED", max_decisions=1500)
+    )
     return out
 
 
