@@ -22,13 +22,14 @@ from dataclasses import replace
 from typing import Any
 
 from hoi4_arena.players.intents import INTENTS, live_intent
+from hoi4_arena.players.scripted_record import ScriptedRecord
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.lattice import to_lattice
 from hoi4_arena.screen.tokens import tokens_to_events
 from hoi4_arena.screen.worker import Capture, CaptureRequest
 
 
-class IntentPlayer:
+class IntentPlayer(ScriptedRecord):
     """The scripted player's intents, the policy's inputs; see the module docstring.
 
     `policy` is a `play.policy_player.PolicyPlayer` of a checkpoint conditioned on intents, already
@@ -47,26 +48,6 @@ class IntentPlayer:
         self.setup_keys = False
         self.intents: list[str] = []
         """The intent of each decision so far."""
-
-    @property
-    def orders(self) -> list[dict[str, Any]]:
-        return self.scripted.orders
-
-    @property
-    def notes(self) -> list[str]:
-        return self.scripted.notes
-
-    @property
-    def strategy(self) -> Any:
-        return self.scripted.strategy
-
-    @property
-    def outcome(self) -> str | None:
-        return self.scripted.outcome
-
-    @property
-    def over(self) -> bool:
-        return self.scripted.over
 
     def request(self) -> CaptureRequest:
         wanted = self.scripted.request()  # its template crops, and the whole frame when it plans
