@@ -37,8 +37,8 @@ demo: install
 	$(BIN)/hoi4-arena quickstart $(DEMO_OUT)
 
 lint: install-dev
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 
 # pytest's status 5 means it collected no tests: that is a failure here, not a pass.
 test: install-dev system-packages lint

@@ -49,6 +49,13 @@ hypothesis_settings.load_profile("hoi4-arena")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
+# One torch (OpenMP) thread in every test process and in every process a test starts (the CLI commands,
+# rollout and data workers inherit it): the suite runs a test worker per core, and torch's spinning
+# threads stall when more threads than cores compete (a training step 20x slower at load 6, measured
+# in tests/models/conftest.py). Set before any test imports torch.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(

@@ -11,8 +11,14 @@ import pytest
 from hoi4_arena.errors import UserError
 from hoi4_arena.quickstart import HELD_OUT, HELD_OUT_PLAYERS, PLAYERS, QuickstartConfig, RunState
 
-# Three demonstrations, a few optimizer steps, one evaluation seed played from both sides on two maps.
+# Three demonstrations, a few optimizer steps of a narrow policy, one evaluation seed played from both
+# sides on two maps. (The quickstart's own policy made this run 3 minutes of CPU: 7 s a training step,
+# 0.6 s a decision, 40 s of heat maps; `make demo` runs it.)
+TINY_POLICY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
 TINY = [
+    *(arg for key, value in TINY_POLICY.items() for arg in ("--policy", f"{key}={value}")),
+    "--threads",
+    "1",  # torch's second thread only spins beside the suite's other worker (4x slower at load 6)
     "--train-steps",
     "6",
     "--demo-games",
@@ -76,6 +82,8 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     work = result["work"]
     assert work["fixed"] and work["train_steps"] == work["planned_steps"] == 6
     assert len(work["weights_sha256"]) == 64 and work["scaled"] is None
+    trained = json.loads((out / "bc" / "config.json").read_text())["policy"]
+    assert trained["width"] == 8 and trained["cell_pool"] == "mean_max"  # --policy over the quickstart's
     assert (out / "bc" / "last.pt").exists() and list((out / "bc" / "tb").iterdir())
     assert "fixed by work" in (out / "report.html").read_text()
     for picture in ("training.png", "learned-game.png"):

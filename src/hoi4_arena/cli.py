@@ -73,7 +73,7 @@ from hoi4_arena.quickstart import QuickstartConfig  # noqa: E402 -- torch-free u
 @from_config(
     QuickstartConfig,
     arguments=("out",),
-    options={"out": Opt(default=Path("demo")), "size": Opt(convert=SIZE)},
+    options={"out": Opt(default=Path("demo")), "size": Opt(convert=SIZE), "policy": Opt(convert=KEY_VALUES)},
     skip=("val_games", "speed", "eval_seconds_per_game", "progress"),
 )
 def quickstart(config: QuickstartConfig) -> None:
@@ -200,39 +200,13 @@ def salvage_command(
     print_json(salvage(folder, undo=undo))
 
 
-# --- record -------------------------------------------------------------------------------------
-
-
-from hoi4_arena.sessions.record_command import RecordConfig  # noqa: E402 -- numpy-free until it records
-
-
-@app.command("record", rich_help_panel="Record")
-@from_config(
-    RecordConfig,
-    arguments=("out",),
-    options={"after_winner_s": Opt(flag="--after-winner")},
-    skip=("game", "progress"),
-)
-def record_command(config: RecordConfig) -> None:
-    """Record a person playing: video, every input with its real time, pointer, ARENA log. F12 stops."""
-    from hoi4_arena.sessions.record_command import run_record
-    from hoi4_arena.terminal import print_json
-
-    summary = run_record(config)
-    print_json(summary)
-    if summary["failed"]:
-        raise typer.Exit(1)
-
-
-# --- screen: the X11 game's capture and probe ---------------------------------------------------
-
-# The two commands' settings are screen/probe_config.py's (numpy-free: --help stays cheap).
-from hoi4_arena.screen.probe_config import CaptureConfig, ProbeConfig  # noqa: E402
-
-_WORKER_OPTIONS = {"size": Opt(convert=SIZE)}
+# --peer: a station's worker over TLS in place of this machine's game (capture, probe, record)
 _PEER = Annotated[
     str | None,
-    typer.Option("--peer", help="A station's worker over TLS (a name in the peers file) instead of --game."),
+    typer.Option(
+        "--peer",
+        help="A station's worker over TLS (a name in the peers file) instead of this machine's game.",
+    ),
 ]
 _PEERS = Annotated[
     Path | None,
@@ -250,6 +224,38 @@ def _peer_worker(peer: str | None, peers: Path | None):
     from hoi4_arena.cluster.station import open_peer
 
     return open_peer(peer, peers)
+
+
+# --- record -------------------------------------------------------------------------------------
+
+
+from hoi4_arena.sessions.record_command import RecordConfig  # noqa: E402 -- numpy-free until it records
+
+
+@app.command("record", rich_help_panel="Record")
+@from_config(
+    RecordConfig,
+    arguments=("out",),
+    options={"after_winner_s": Opt(flag="--after-winner")},
+    skip=("game", "progress"),
+)
+def record_command(config: RecordConfig, peer: _PEER = None, peers: _PEERS = None) -> None:
+    """Record a person playing: video, every input with its real time, pointer, ARENA log. F12 stops."""
+    from hoi4_arena.sessions.record_command import run_record
+    from hoi4_arena.terminal import print_json
+
+    summary = run_record(config, worker=_peer_worker(peer, peers))
+    print_json(summary)
+    if summary["failed"]:
+        raise typer.Exit(1)
+
+
+# --- screen: the X11 game's capture and probe ---------------------------------------------------
+
+# The two commands' settings are screen/probe_config.py's (numpy-free: --help stays cheap).
+from hoi4_arena.screen.probe_config import CaptureConfig, ProbeConfig  # noqa: E402
+
+_WORKER_OPTIONS = {"size": Opt(convert=SIZE)}
 
 
 @app.command("capture", rich_help_panel="Screen and workers")
@@ -609,6 +615,19 @@ def train_bc_command(
     print_json(train_bc(config, resume=resume, changes=given_on_command_line(ctx, config)))
 
 
+from hoi4_arena.players.intents_config import IntentsConfig  # noqa: E402 -- torch-free
+
+
+@app.command("intents", rich_help_panel="Learn")
+@from_config(IntentsConfig, arguments=("data",), options={"data": Opt(metavar="DATA")})
+def intents_command(config: IntentsConfig) -> None:
+    """Mark each decision of the scripted sessions with its intent and report the coverage (train-bc --skills)."""
+    from hoi4_arena.players.intents import coverage
+    from hoi4_arena.terminal import print_json
+
+    print_json(coverage(config))
+
+
 @app.command("heatmap", rich_help_panel="Learn")
 def heatmap_command(
     checkpoint: Annotated[
@@ -791,6 +810,55 @@ def label_command(config: LabelConfig) -> None:
     from hoi4_arena.training.idm import label
 
     print_json(label(config))
+
+
+# --- research: cache-features, train-memory ------------------------------------------------------
+
+# Their options are training/research_config.py's fields (a torch-free module: --help stays cheap).
+from hoi4_arena.training.research_config import FeaturesConfig, MemoryStudyConfig  # noqa: E402
+
+
+@app.command("cache-features", rich_help_panel="Research")
+@from_config(
+    FeaturesConfig,
+    arguments=("data", "checkpoint", "out"),
+    options={
+        "data": Opt(metavar="DATA"),
+        "checkpoint": Opt(metavar="CKPT"),
+        "out": Opt(metavar="OUT"),
+        "sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
+    },
+)
+def cache_features_command(config: FeaturesConfig) -> None:
+    """Cache a policy checkpoint's frozen perception of every decision in DATA (shards and layout.json in
+    OUT); run it again to finish a stopped cache."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.features import cache_features
+
+    print_json(cache_features(config))
+
+
+@app.command("train-memory", rich_help_panel="Research")
+@from_config(
+    MemoryStudyConfig,
+    arguments=("features", "out"),
+    options={"features": Opt(metavar="FEATURES"), "out": Opt(metavar="OUT")},
+)
+def train_memory_command(
+    ctx: typer.Context,
+    config: MemoryStudyConfig,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
+    ] = False,
+) -> None:
+    """Train a memory cell (gru, gdn2, mamba3, none) and an action head on cached features; held-out
+    loss, kind accuracy, pointer error and linear probes in OUT/report.json."""
+    from hoi4_arena.terminal import print_json
+    from hoi4_arena.training.memory_study import train_memory
+
+    # With --resume only the options given on the command line count as changes to the stored run.
+    print_json(train_memory(config, resume=resume, changes=given_on_command_line(ctx, config)))
 
 
 # --- play ---------------------------------------------------------------------------------------

@@ -140,6 +140,9 @@ class QuickstartConfig:
     """PPO updates that fine-tune the learned policy against the game's AI (rl/fine_tune.py's settings);
     the fine-tuned policy then plays the same games and the report pairs it with its start (0: no such
     stage). Fixed work only: not with --budget-minutes."""
+    policy: dict[str, int | str] = field(default_factory=dict)
+    """The learned policy's widths over the quickstart's own (`SMALL_POLICY`), e.g. {"width": 8} (--policy
+    width=8): a narrower policy for a quick check of the whole job (the tests' end-to-end run)."""
     threads: int = 2
     """Torch CPU threads for training and play."""
     workers: int = 2
@@ -173,6 +176,13 @@ class QuickstartConfig:
             raise UserError(f"--val-games must lie in 1..{self.demo_games - 1}, not {self.val_games!r}")
         if self.speed not in range(1, 6):
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
+        self.policy = dict(self.policy)
+        from hoi4_arena.models.config import PolicyConfig  # torch-free
+
+        try:
+            PolicyConfig(**self.bc_settings["policy"])
+        except (TypeError, ValueError) as error:
+            raise UserError(f"--policy: {error}") from None
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
         from hoi4_arena.play.runner import map_list
@@ -195,12 +205,19 @@ class QuickstartConfig:
             data.pop(key)
         if not self.rl_updates:
             data.pop("rl_updates")  # a run without the stage has the settings it had before the stage existed
+        if not self.policy:
+            data.pop("policy")  # the quickstart's own policy: the settings runs had before the option
         if self.budget_minutes is None:
             data.pop("budget_minutes")
         else:
             data.pop("train_steps")
         data["size"] = [self.size[1], self.size[0]]
         return data
+
+    @property
+    def bc_settings(self) -> dict[str, Any]:
+        """train-bc's settings of this run: `BC_SETTINGS`, the policy's widths with --policy's over them."""
+        return {**BC_SETTINGS, "policy": {**SMALL_POLICY, **self.policy}}
 
     @property
     def eval_seed(self) -> int:
@@ -364,7 +381,7 @@ def train(
         save_every=60.0,
         sources=("scripted",),
         **bounds,
-        **BC_SETTINGS,
+        **config.bc_settings,
     )
     if (out / "progress.pt").exists():
         return train_bc(bc, resume=True, changes={**resumed, "epochs": bc.epochs})
@@ -789,7 +806,7 @@ td:first-child{{text-align:left}}img{{margin:4px;border:1px solid #ccc;max-width
 <h1>hoi4-arena quickstart</h1>
 <p>Arena <b>{esc(result["arena"])}</b>, {config.size[1]}x{config.size[0]}, speed {config.speed}.
 {(work["scaled"] or {}).get("demo_games", config.demo_games)} scripted demonstrations of at most {(work["scaled"] or {}).get("demo_max_days", config.demo_max_days)} days (a quick hand: {esc(_settings_text(DEMO_HAND))}); behaviour cloning for
-{training.get("steps", "?")} steps ({training.get("decisions_seen", "?")} decisions, {esc(_settings_text(BC_SETTINGS))});
+{training.get("steps", "?")} steps ({training.get("decisions_seen", "?")} decisions, {esc(_settings_text(config.bc_settings))});
 the learned policy plays with {esc(_settings_text(PLAY_SETTINGS))}; each player played the game's AI
 {work["games_planned"]} times on the same seeds (each seed from both sides). Whole run: {result["seconds"] / 60:.1f} min.</p>
 <p>{work_line}</p>

@@ -126,6 +126,20 @@ def test_bundle_serve_and_probe_from_the_command_line(tmp_path: Path) -> None:
         )
         assert probed.returncode == 0, probed.stderr
         assert json.loads(probed.stdout)["attach"]["game"] == "sim"
+        # A session recorded from the station: its frames and log come over TLS, the folder is here.
+        recorded = subprocess.run(
+            [*CLI, "record", str(tmp_path / "session"), "--game-speed", "5", "--seconds", "1.5", "--hz", "5"]
+            + ["--peer", "local"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert recorded.returncode == 0, recorded.stderr
+        summary = json.loads(recorded.stdout)
+        assert (
+            summary["frames"] >= 2 and summary["screen"] == [320, 180] and summary["check"]["verdict"] == "ok"
+        )
+        assert (tmp_path / "session" / "manifest.json").exists() and summary["arena"] == "plains"
         unknown = subprocess.run([*CLI, "probe-peer", "other"], capture_output=True, text=True, env=env)
         assert unknown.returncode == 2 and "no peer 'other'" in unknown.stderr
         assert "Traceback" not in unknown.stderr

@@ -120,6 +120,8 @@ def test_bad_input_is_one_line_and_writes_nothing(
         distill(DistillConfig(f"timm:{TOWER}", STUDENT, str(tmp_path / "empty"), str(out), tower_args=NARROW))
     with pytest.raises(UserError, match="do not match timm tower"):  # the full tower's shapes, a narrow file
         distill(DistillConfig(str(tower_file), STUDENT, data, str(out)))
+    with pytest.raises(UserError, match="--tower-args .* timm cannot build qwen3_vit_88m_enc so: .*bogus"):
+        load_encoder(f"timm:{TOWER}", tower_args={"bogus": 1})
     full = save_checkpoint(tmp_path / "full.pt", Policy(PolicyConfig(layout="full", width=8, summary_dim=16)))
     with pytest.raises(UserError, match="teacher .* reads view layout 'full', the student 'cpu'"):
         distill(DistillConfig(str(full), STUDENT, data, str(out)))

@@ -165,6 +165,9 @@ class PolicyConfig:
     the policy plays, is not averaged away over the 1024 cells)."""
     speeds: int = 5
     """Number of game speeds (the speed input is 1..speeds)."""
+    intents: int = 0
+    """Size of the intent vocabulary the policy is conditioned on (train-bc --skills: players/intents.py);
+    0, the default, is no intent input, and such a config saves exactly as it did before the field."""
     seed: int = 0
     """Seed of the weight initialisation."""
 
@@ -207,6 +210,8 @@ class PolicyConfig:
             raise ValueError(f"cells must divide the {LATTICE}-unit pointer lattice, got {self.cells}")
         if self.speeds < 1:
             raise ValueError(f"speeds must be >= 1, got {self.speeds}")
+        if isinstance(self.intents, bool) or not isinstance(self.intents, int) or self.intents < 0:
+            raise ValueError(f"intents must be an integer >= 0 (0: no intent input), got {self.intents!r}")
         if self.cell_pool not in CELL_POOLS:
             raise ValueError(f"cell_pool must be one of {', '.join(CELL_POOLS)}, got {self.cell_pool!r}")
 
@@ -235,7 +240,10 @@ class PolicyConfig:
         return ViewSizes.of(self.view_layout)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.intents:  # the checkpoints and run folders of policies without intents stay as they were
+            del data["intents"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PolicyConfig:

@@ -1,12 +1,14 @@
 """The policy: screen views -> encoder -> memory (GRU) -> 8 input tokens per decision.
 
 One decision's inputs are its views (uint8, straight from `screen.views.compute_views`), the game
-speed (1..5) and the pointer's lattice position when the decision began. The pieces:
+speed (1..5) and the pointer's lattice position when the decision began, and, for a policy conditioned on
+intents (`PolicyConfig.intents` > 0, train-bc --skills), the scripted player's intent it is to carry out
+(`players/intents.py`): an embedding of it joins the memory's input. The pieces:
 
     encoder (summary) ─┐
     detail reader ─────┼─> cell map (cells x cells features) ─┐
       (quadrants, fovea)                                       ├─> memory (GRU, attention over cells)
-    previous action, speed, pointer ──────────────────────────┘        │
+    previous action, speed, pointer (intent) ─────────────────┘        │
                                               action head (kind, cell, column, row; 8 slots) <─┘
                                               value head (win probability)
 
@@ -47,6 +49,7 @@ SPEED_DIM = 16
 TOKEN_DIM = 32
 PREVIOUS_DIM = 64
 VALUE_WIDTH = 64
+INTENT_DIM = 16
 
 
 @dataclass
@@ -63,9 +66,13 @@ class Observation:
     """long (...) game speed 1..speeds."""
     pointer: torch.Tensor
     """long (..., 2) pointer lattice (x, y) when the decision began."""
+    intent: torch.Tensor | None = None
+    """long (...) the intent index (players/intents.py) for a policy conditioned on intents, else None."""
 
     @classmethod
-    def from_views(cls, views: dict[str, Any], speed: int, pointer: tuple[int, int]) -> Observation:
+    def from_views(
+        cls, views: dict[str, Any], speed: int, pointer: tuple[int, int], intent: int | None = None
+    ) -> Observation:
         """One decision (batch 1) from a `compute_views` dict ('global', 'quadrants', 'fovea')."""
         missing = [k for k in ("global", "quadrants", "fovea") if k not in views]
         if missing:
@@ -76,11 +83,13 @@ class Observation:
             fovea=torch.as_tensor(np.ascontiguousarray(views["fovea"]))[None],
             speed=torch.tensor([int(speed)]),
             pointer=torch.tensor([[int(pointer[0]), int(pointer[1])]]),
+            intent=None if intent is None else torch.tensor([int(intent)]),
         )
 
     def map(self, fn: Any) -> Observation:
         return Observation(
-            *(fn(v) for v in (self.global_view, self.quadrants, self.fovea, self.speed, self.pointer))
+            *(fn(v) for v in (self.global_view, self.quadrants, self.fovea, self.speed, self.pointer)),
+            intent=None if self.intent is None else fn(self.intent),
         )
 
     def to(self, device: torch.device | str) -> Observation:
@@ -223,6 +232,7 @@ class Policy(nn.Module):
                 + PREVIOUS_DIM
                 + SPEED_DIM
                 + POINTER_DIM
+                + (INTENT_DIM if config.intents else 0)
             )
             self.memory = Memory(memory_input, config.cell_dim, config.hidden)
             self.head = ActionHead(
@@ -234,6 +244,8 @@ class Policy(nn.Module):
                 config.position_dim,
             )
             self.value = ValueHead(config.hidden, VALUE_WIDTH)
+            # Made last, and only when asked for: a policy without intents draws the same weights as before.
+            self.intent_embedding = nn.Embedding(config.intents, INTENT_DIM) if config.intents else None
         if load_weights and config.weights is not None:
             self.encoder.load_weights(config.weights)
 
@@ -268,6 +280,19 @@ class Policy(nn.Module):
             )
         if obs.speed.numel() and (int(obs.speed.min()) < 1 or int(obs.speed.max()) > self.config.speeds):
             raise ValueError(f"game speed must be 1..{self.config.speeds}")
+        if self.config.intents:
+            intent = obs.intent
+            if intent is None:
+                raise ValueError(
+                    f"this policy is conditioned on intents (trained with train-bc --skills): give each "
+                    f"decision its intent, 0..{self.config.intents - 1} (players/intents.py)"
+                )
+            if intent.dtype != torch.long or tuple(intent.shape) != lead:
+                raise ValueError(f"intent must be long {lead}, got {intent.dtype} {tuple(intent.shape)}")
+            if intent.numel() and (int(intent.min()) < 0 or int(intent.max()) >= self.config.intents):
+                raise ValueError(f"intents must be 0..{self.config.intents - 1}")
+        elif obs.intent is not None:
+            raise ValueError("this policy takes no intent (PolicyConfig.intents is 0)")
         lattice = self.space.lattice
         if obs.pointer.numel() and (int(obs.pointer.min()) < 0 or int(obs.pointer.max()) >= lattice):
             raise ValueError(f"the pointer must lie on the lattice 0..{lattice - 1}")
@@ -321,9 +346,14 @@ class Policy(nn.Module):
     # --- memory and head ---
 
     def _memory_inputs(
-        self, seen: _Seen, previous: torch.Tensor, speed: torch.Tensor, pointer_vec: torch.Tensor
+        self,
+        seen: _Seen,
+        previous: torch.Tensor,
+        speed: torch.Tensor,
+        pointer_vec: torch.Tensor,
+        intent: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """(..., I) for the memory: seen (...), previous tokens (..., slots, 3), speed (...)."""
+        """(..., I) for the memory: seen (...), previous tokens (..., slots, 3), speed (...), intent (...)."""
         previous_vec = self.previous_tokens(previous[..., 0], previous[..., 1], previous[..., 2])
         previous_vec = self.previous_action((previous_vec + self.previous_slot).flatten(-2))
         pooled = [seen.cells.mean(dim=-2)]
@@ -337,6 +367,7 @@ class Policy(nn.Module):
                 previous_vec,
                 self.speed_embedding(speed - 1),
                 pointer_vec,
+                *([self.intent_embedding(intent)] if self.intent_embedding is not None else []),
             ],
             dim=-1,
         )
@@ -367,7 +398,7 @@ class Policy(nn.Module):
         previous = torch.cat([state.previous[:, None], tokens[:, :-1]], dim=1)
         pointer_vec = self._pointer_vec(obs.pointer)
         hidden = self.memory.run(
-            self._memory_inputs(seen, previous, obs.speed, pointer_vec), seen.cells, state.hidden
+            self._memory_inputs(seen, previous, obs.speed, pointer_vec, obs.intent), seen.cells, state.hidden
         )
         context = torch.cat([hidden, pointer_vec], dim=-1)
         scores = self.head.score(
@@ -407,7 +438,7 @@ class Policy(nn.Module):
                 seen = self.see(one)
                 pointer_vec = self._pointer_vec(one.pointer)
                 h = self.memory.step(
-                    self._memory_inputs(seen, previous, one.speed, pointer_vec), seen.cells, h
+                    self._memory_inputs(seen, previous, one.speed, pointer_vec, one.intent), seen.cells, h
                 )
                 action = tokens[i : i + 1, j]
                 scores = self.head.score(
@@ -438,7 +469,9 @@ class Policy(nn.Module):
         seen = self.see(obs)
         pointer_vec = self._pointer_vec(obs.pointer)
         h = self.memory.step(
-            self._memory_inputs(seen, state.previous, obs.speed, pointer_vec), seen.cells, state.hidden
+            self._memory_inputs(seen, state.previous, obs.speed, pointer_vec, obs.intent),
+            seen.cells,
+            state.hidden,
         )
         return seen, h, torch.cat([h, pointer_vec], dim=-1)
 

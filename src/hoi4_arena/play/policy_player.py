@@ -31,6 +31,11 @@ decision's later slots take their likeliest kind. Whether to act is still sample
 multi-token action (shift down, click, release, shift up) is completed instead of sampled token by
 token, where one unlucky draw leaves a key half pressed or a click half made.
 
+A checkpoint conditioned on intents (train-bc --skills, `PolicyConfig.intents`) needs an intent each
+decision from something that chooses them: it is refused unless `intents=True`, and then the caller sets
+`player.intent` (an index of `players/intents.py`'s vocabulary) before each `decide`. It never plays
+with a made-up `none` intent: under `none` it learned to wait, so it would stand still all game.
+
 `point` and `deterministic` decode slot by slot with the action head's own pieces, exactly as
 `ActionHead.decode` does, choosing the pointer differently; tests/play/test_policy_player.py holds each
 chosen point to the argmax of the head's `pointer_heatmap` and each deterministic kind to the head's
@@ -134,6 +139,7 @@ class PolicyPlayer:
         name: str | None = None,
         reset_memory: int = 0,
         follow_through: bool = False,
+        intents: bool = False,
     ) -> None:
         if mode not in MODES:
             raise UserError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -151,6 +157,15 @@ class PolicyPlayer:
         self.layout: ViewLayout = self.config.view_layout
         """The layout the worker must capture in (the checkpoint's)."""
         self.layout_version: str = checkpoint.layout["version"]
+        if self.config.intents and not intents:
+            raise UserError(
+                f"{self.path} was trained with train-bc --skills: it carries out an intent it is given each "
+                "decision (the scripted player's form_army, front, offensive, ...) and cannot choose one "
+                "itself; play it where the scripted player chooses them (record-ai --intent-policy), "
+                "or train without --skills"
+            )
+        self.intent: int | None = 0 if self.config.intents else None
+        """The intent of the next decision, for a checkpoint conditioned on intents (set by the caller)."""
         self.mode = mode
         self.temperature = float(temperature)
         self.reset_memory = reset_memory
@@ -187,7 +202,7 @@ class PolicyPlayer:
             else:
                 self._clip.append(views["global"])
             views = {**views, "global": np.stack(self._clip)}
-        return Observation.from_views(views, speed, pointer)
+        return Observation.from_views(views, speed, pointer, self.intent if self.config.intents else None)
 
     def decide(self, views: dict[str, np.ndarray] | None, speed: int, pointer: tuple[int, int]) -> np.ndarray:
         """One decision's (8, 3) int64 tokens from the capture's views, the game speed and the lattice pointer."""

@@ -28,6 +28,10 @@ is the play time to record in all (on the game's clock; the game that runs it ou
 reason, and the run goes on. Ctrl+C keeps the finished games; re-running with the same OUT and settings
 resumes, skipping them and replaying the interrupted one.
 
+`--intent-policy CKPT` (a checkpoint of train-bc --skills) records the scripted player choosing the
+intents and the policy carrying them out (`players/intent_player.py`): sessions `intent-g...` of source
+`policy`, whose manifest's player summary counts the decisions of each intent.
+
 Every game is played by the one runner (`play/runner.py`); this module is record-ai's settings, its
 players (`make_player`) and its results rows.
 
@@ -111,6 +115,9 @@ class RecordAIConfig:
     (corrections: `players/handover.py`)."""
     handover: tuple[int, int] = (0, 150)
     """With --first: the decision of the handover, drawn per game uniformly from this range."""
+    intent_policy: str | None = None
+    """A checkpoint of train-bc --skills that carries out the intents the scripted player chooses
+    (players/intent_player.py); the sessions are the policy's (source policy)."""
     wall_minutes: float = 0.0
     """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
     ray: str | None = None
@@ -180,6 +187,14 @@ class RecordAIConfig:
                 )
             if not Path(self.first).is_file():
                 raise UserError(f"--first {self.first}: no such checkpoint file")
+        if self.intent_policy is not None:
+            if self.player != "scripted" or self.first is not None or self.paused_setup:
+                raise UserError(
+                    "--intent-policy plays the scripted player's intents through a policy: use it with "
+                    "--player scripted, without --first and --paused-setup"
+                )
+            if not Path(self.intent_policy).is_file():
+                raise UserError(f"--intent-policy {self.intent_policy}: no such checkpoint file")
         check_size(self.size, "e.g. 960x540, 1920x1080")
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
@@ -213,6 +228,8 @@ class RecordAIConfig:
         if self.first is None:
             data.pop("first")
             data.pop("handover")
+        if self.intent_policy is None:
+            data.pop("intent_policy")
         for key in ("think_s", "press_delay_s"):
             if tuple(data[key]) == RecordAIConfig.__dataclass_fields__[key].default:
                 data.pop(key)
@@ -229,9 +246,11 @@ def make_player(
     first: Any = None,
     side: str = "BLU",
     speed: int = 5,
+    intent_policy: Any = None,
 ):
     """The player of one game: the scripted player, the AI game's spectator, or -- with `first` (a
-    `PolicyPlayer`) -- the policy handing over to the scripted player."""
+    `PolicyPlayer`) -- the policy handing over to the scripted player, or -- with `intent_policy` -- the
+    policy carrying out the scripted player's intents."""
     from hoi4_arena.players.templates import sim_rules
 
     rules = sim_rules(config.size)
@@ -248,6 +267,11 @@ def make_player(
         hand=HandConfig(press_delay_s=config.press_delay_s),
     )
     scripted = ScriptedPlayer(rules, seed, settings, cursor)
+    if intent_policy is not None:
+        from hoi4_arena.players.intent_player import IntentPlayer
+
+        intent_policy.reset(sampling_seed(seed, side))
+        return IntentPlayer(intent_policy, scripted, speed)
     if first is None:
         return scripted
     from hoi4_arena.players.handover import HandoverPlayer, draw_handover
@@ -272,15 +296,38 @@ def load_first(config: RecordAIConfig) -> Any:
     return player
 
 
+def load_intent_policy(config: RecordAIConfig) -> Any:
+    """The --intent-policy checkpoint as a player given an intent each decision (decoded as --first), or
+    None; a checkpoint trained without --skills is refused."""
+    if config.intent_policy is None:
+        return None
+    from hoi4_arena.play.policy_player import PolicyPlayer
+
+    player = PolicyPlayer(config.intent_policy, mode="point", follow_through=True, intents=True)
+    if not player.config.intents:
+        raise UserError(
+            f"--intent-policy {config.intent_policy} was trained without --skills: it takes no intent "
+            "(play it with play-policy, or record corrections with --first)"
+        )
+    if player.layout.name != "cpu":
+        raise UserError(
+            f"--intent-policy {config.intent_policy} reads view layout {player.layout.name!r}; "
+            "record-ai captures 'cpu'"
+        )
+    player.reset_memory = int(player.checkpoint.extra.get("train_config", {}).get("window", 0))
+    return player
+
+
 # --- the run ----------------------------------------------------------------------------------------
 
 
 class _RecordRun:
     """record-ai's games for the runner: the plan of maps, seeds, sides and speeds, the players, the rows."""
 
-    def __init__(self, config: RecordAIConfig, first: Any) -> None:
+    def __init__(self, config: RecordAIConfig, first: Any, intent_policy: Any = None) -> None:
         self.config = config
         self.first = first
+        self.intent_policy = intent_policy
         self.name = config.player
 
     def plan(self, index: int) -> GamePlan:
@@ -301,7 +348,9 @@ class _RecordRun:
     def player(self, plan: GamePlan, worker: Worker) -> Any:
         rgba, hotspot = worker.pointer_image()
         cursor = (rgba.shape[1], rgba.shape[0], tuple(hotspot))
-        return make_player(self.config, plan.seed, cursor, self.first, plan.side, plan.speed)
+        return make_player(
+            self.config, plan.seed, cursor, self.first, plan.side, plan.speed, self.intent_policy
+        )
 
     def game_settings(self, plan: GamePlan, budget_ns: int | None) -> GameSettings:
         return GameSettings(
@@ -315,6 +364,8 @@ class _RecordRun:
 
     def session_id(self, plan: GamePlan) -> str:
         kind = self.config.player if self.first is None else "handover"
+        if self.intent_policy is not None:
+            kind = "intent"
         return f"{kind}-g{plan.index:04d}-{slug(Path(plan.arena).name, 'map')}-s{plan.seed}-{plan.side}"
 
     def recorder_settings(self, plan: GamePlan) -> Any:
@@ -324,7 +375,7 @@ class _RecordRun:
         return RecorderSettings(
             hz=float(config.hz),
             game_speed=plan.speed,
-            source=config.player,
+            source=config.player if self.intent_policy is None else "policy",
             codec=config.codec,
             game="sim",
             side=plan.side,
@@ -343,7 +394,7 @@ class _RecordRun:
     def row(self, plan: GamePlan, record: GameRecord) -> GameResult:
         config = self.config
         return GameResult(
-            player=config.player,
+            player=config.player if self.intent_policy is None else "intent-policy",
             side=plan.side,
             winner=record.winner,
             valid=record.valid,
@@ -366,6 +417,7 @@ class _RecordRun:
                 "session": record.session,
                 "setup": record.setup,
                 **({"handover": record.handover} if self.first is not None else {}),
+                **({"intent_policy": self.intent_policy.name} if self.intent_policy is not None else {}),
             },
         )
 
@@ -379,7 +431,7 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
         wall_s=config.wall_minutes * 60,
     )
     summary = run_games(
-        _RecordRun(config, load_first(config)),
+        _RecordRun(config, load_first(config), load_intent_policy(config)),
         config.out,
         settings_file=SETTINGS,
         settings=config.settings(),

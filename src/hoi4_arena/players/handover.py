@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from hoi4_arena.players.scripted_record import ScriptedRecord
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.lattice import to_lattice
 from hoi4_arena.screen.tokens import DECISION_NS, SLOT_NS, tokens_to_events
@@ -39,7 +40,7 @@ def draw_handover(seed: int, side: str, low: int, high: int) -> int:
     return random.Random(f"handover-{seed}-{side}").randint(low, high)
 
 
-class HandoverPlayer:
+class HandoverPlayer(ScriptedRecord):
     """A policy for the first `handover` decisions, then `scripted`; see the module docstring.
 
     `policy` is a `play.policy_player.PolicyPlayer` already `reset` for the game, `speed` the match's game
@@ -59,27 +60,6 @@ class HandoverPlayer:
         self.held: set[tuple[str, Any]] = set()
         """What the policy holds down: ("button", name) and ("key", code)."""
         self.setup_keys = False
-
-    # The scripted player's record of the game (the policy gives no orders it knows of).
-    @property
-    def orders(self) -> list[dict[str, Any]]:
-        return self.scripted.orders
-
-    @property
-    def notes(self) -> list[str]:
-        return self.scripted.notes
-
-    @property
-    def strategy(self) -> Any:
-        return self.scripted.strategy
-
-    @property
-    def outcome(self) -> str | None:
-        return self.scripted.outcome
-
-    @property
-    def over(self) -> bool:
-        return self.scripted.over
 
     @property
     def policy_turn(self) -> bool:

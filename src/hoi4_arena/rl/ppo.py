@@ -72,7 +72,7 @@ from hoi4_arena.rl.gae import gae
 from hoi4_arena.rl.league import League
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rewards import OUTCOME, TERMS
-from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule
+from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule, rung_starts
 from hoi4_arena.rl.rollout_game import RolloutSettings
 
 log = logging.getLogger(__name__)
@@ -269,6 +269,7 @@ def train_ppo(
         ai_strength=config.ai_strength,
         seed=config.seed,
         opponents=config.opponents,
+        saves=() if config.ladder is None else rung_starts(config.ladder, config.rungs),
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(

@@ -110,6 +110,11 @@ class PPOConfig:
     """Map seeds drawn from LOW-HIGH."""
     ai_strength: tuple[float, float] = (0.5, 0.5)
     """The game's AI strength drawn from LOW-HIGH (0..1)."""
+    ladder: str | None = None
+    """A make-ladder folder: every game starts from one of its rung saves (--rungs), drawn game by game,
+    instead of a new game of --arena; a save fixes the map, the side and the AI (--opponent ai only)."""
+    rungs: str = "all"
+    """With --ladder: the rungs the games start from, comma-separated (e.g. S3,S2), or all."""
     size: tuple[int, int] = (360, 640)
     """The games' screen, WIDTHxHEIGHT on the command line (16:9)."""
     speed: int = 5
@@ -242,6 +247,16 @@ class PPOConfig:
         from hoi4_arena.play.runner import check_size
 
         check_size(self.size)
+        if self.ladder is not None:
+            if self.opponent != "ai":
+                raise UserError(
+                    f"--ladder starts games from rung saves against the game's AI: not with --opponent {self.opponent}"
+                )
+            from hoi4_arena.rl.rollout import rung_starts
+
+            rung_starts(self.ladder, self.rungs)  # a folder that is no ladder, or rungs it lacks: refused now
+        elif self.rungs != "all":
+            raise UserError("--rungs chooses the rung saves of --ladder: give --ladder too")
         if any(name == "scripted" for name, _ in self.opponents):
             from hoi4_arena.players.templates import sim_rules_path
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,6 +78,8 @@ class Schedule:
     """The schedule's seed."""
     opponents: tuple[tuple[str, float], ...] = (("ai", 1.0),)
     """Who plays the other side (a league member, `GamePlan.opponent`) and how likely, summing to 1."""
+    saves: tuple[RungStart, ...] = ()
+    """Rung saves the games start from (train-ppo --ladder), drawn game by game; none: new games."""
 
     def opponent(self, slot: int, number: int) -> str:
         """The other side of a slot's game, drawn from `opponents` with its own stream (so the rest of a
@@ -103,7 +106,60 @@ class Schedule:
         side = TAGS[number % 2] if self.games == 1 else TAGS[slot % 2]
         seed = int(rng.integers(2**31 - 1))
         opponent = self.opponent(slot, number)
+        if self.saves:  # the save fixes map, side and AI; the slot's side where the ladder has it
+            choices = [start for start in self.saves if start.side == side] or list(self.saves)
+            start = choices[
+                int(np.random.default_rng([self.seed, slot, number, 0x7361]).integers(len(choices)))
+            ]
+            return GamePlan(
+                slot,
+                number,
+                start.preset,
+                start.spec,
+                seed,
+                start.side,
+                strength,
+                opponent,
+                save=start.path,
+                running=start.running,
+            )
         return GamePlan(slot, number, arena, f"{arena}:{map_seed}", seed, side, strength, opponent)
+
+
+@dataclass(frozen=True)
+class RungStart:
+    """One rung save a rollout game may start from (plain values: they travel to worker processes)."""
+
+    path: str
+    """The save file."""
+    rung: str
+    preset: str
+    spec: str
+    """Its map, preset:map_seed."""
+    side: str
+    running: bool
+    """The save's match already runs (S1..S3)."""
+
+
+def rung_starts(ladder: str, rungs: str) -> tuple[RungStart, ...]:
+    """The saves of `rungs` (comma-separated, or all) in a make-ladder folder; UserError for a folder that
+    is no ladder or rungs it lacks."""
+    from hoi4_arena.play.rung_games import pick_rungs, read_ladder, rung_saves
+
+    folder = Path(ladder)
+    saves = rung_saves(read_ladder(folder))
+    return tuple(
+        RungStart(
+            str(folder / row["save"]),
+            rung,
+            row["preset"],
+            f"{row['preset']}:{row['map_seed']}",
+            row["side"],
+            "declare" in row.get("done", ()),
+        )
+        for rung in pick_rungs(rungs, saves)
+        for row in saves[rung]
+    )
 
 
 @dataclass

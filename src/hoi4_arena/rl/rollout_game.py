@@ -77,6 +77,11 @@ class GamePlan:
     """Who plays the other side (`ppo_config.LEAGUE_MEMBERS`): ai (the game's AI, a one-player game);
     scripted (the scripted player, on its own screen of a two-player world); current, recent or old (a
     policy the learner's process runs, on its own screen: the game's `Step`s carry its observations)."""
+    save: str | None = None
+    """A rung save the game goes on from (make-ladder's; it fixes the map, the world's seeds, the side
+    and the AI; `seed` then only seeds the policy's sampling), or None: a new game of `spec`."""
+    running: bool = False
+    """The save's match already runs (rungs S1..S3): the harness does not start it again."""
 
     @property
     def rival(self) -> str | None:
@@ -155,7 +160,11 @@ class RolloutGame:
         self.close()
         settings = self.settings
         self.plan = plan
-        if plan.rival is None:
+        if plan.save is not None:
+            self.worker = SimWorker(save=plan.save, layout=self.layout)
+            self.worker.game.world.max_days = settings.max_days  # from the game's start, as the save's own
+            own = self.worker
+        elif plan.rival is None:
             self.worker = SimWorker(
                 plan.spec,
                 plan.seed,
@@ -175,7 +184,11 @@ class RolloutGame:
         self.game = Game(
             own,
             GameSettings(
-                side=plan.side, speed=settings.speed, spec=plan.spec, max_decisions=settings.max_decisions
+                side=plan.side,
+                speed=settings.speed,
+                spec=plan.spec,
+                max_decisions=settings.max_decisions,
+                running=plan.running,
             ),
             recorder=recorder,
             session_id=plan.session_id if recorder is not None else None,
@@ -354,6 +367,7 @@ class RolloutGame:
             "side": plan.side,
             "ai_strength": plan.ai_strength,
             "opponent": plan.opponent,
+            "save": plan.save,
             "valid": record.valid,
             "reason": record.reason,
             "outcome": outcome_of(record.winner, plan.side, bool(state and state.over))

@@ -96,9 +96,11 @@ def game_of(window_name: str) -> str:
     return "hoi4" if "hearts of iron" in window_name.casefold() else "sim"
 
 
-def run_record(config: RecordConfig) -> dict[str, Any]:
+def run_record(config: RecordConfig, worker: Worker | None = None) -> dict[str, Any]:
     """Record a person playing until F12, a signal, `--seconds` or the game's end; the summary.
 
+    `worker`: one opened elsewhere (a station's over TLS, for `--peer`: the person plays on the game
+    machine, the session is written here) instead of this machine's X11 game window.
     The summary's `failed` is true when the recording ended by an error (the session is still closed
     and holds what was recorded) or its check failed.
     """
@@ -106,7 +108,10 @@ def run_record(config: RecordConfig) -> dict[str, Any]:
 
     interrupt: list[str] = []
     with _signals_end(interrupt):
-        worker = open_worker("x11", window=config.window, display=config.display, game_log=config.game_log)
+        if worker is None:
+            worker = open_worker(
+                "x11", window=config.window, display=config.display, game_log=config.game_log
+            )
         try:
             return _record(config, worker, lambda: interrupt[0] if interrupt else None)
         finally:

@@ -23,7 +23,9 @@ end of each epoch (held-out metrics, checkpoints). The pieces:
   optimizer starts afresh. `pointer_sigma` scores moves against a Gaussian blob
   (models/pointer_target.py). `aim_weight` multiplies the pointer terms of aim moves (`aim_moves`: the
   last move before a mouse button token, where a click or a drag lands); the other moves of a path keep
-  weight 1. The held-out loss is never weighted.
+  weight 1. The held-out loss is never weighted. `skills` conditions the policy on the scripted
+  player's intents: each decision's intent (`training/skills.py`, from `players/intents.py`) is an input
+  of the policy (PolicyConfig.intents), and the checkpoint records the vocabulary it was trained with.
 - Objectives (training/objectives.py): `--auxiliary dense|sparse` and `--objective xm` add training-only
   losses read from the memory through heads of their own, each logged apart (train/objective_NAME,
   held_out/objective_NAME, `objectives` in the epoch reports). The heads are saved in progress.pt only,
@@ -87,11 +89,13 @@ def kind_groups(kinds: torch.Tensor) -> torch.Tensor:
 
 
 def to_device(
-    batch: Batch, policy: Policy, device: torch.device
+    batch: Batch, policy: Policy, device: torch.device, intents: Any = None
 ) -> tuple[Observation, torch.Tensor, torch.Tensor, PolicyState]:
-    """A batch as the policy's inputs: observation (B, T), tokens (B, T, 8, 3), loss mask (B, T), state."""
+    """A batch as the policy's inputs: observation (B, T), tokens (B, T, 8, 3), loss mask (B, T), state;
+    with `intents` (a `training.skills.SessionIntents`) each decision's intent joins the observation."""
     a = {k: torch.from_numpy(v).to(device) for k, v in batch.arrays.items()}
-    obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"])
+    intent = None if intents is None else torch.from_numpy(intents.for_batch(batch)).to(device)
+    obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"], intent)
     state = policy.initial_state(len(batch), device)
     state = PolicyState(state.hidden, a["previous"])
     return obs, a["tokens"], a["loss_mask"].float(), state
@@ -217,6 +221,7 @@ def evaluate(
     refs: list,
     config: BCConfig,
     device: torch.device,
+    intents: Any = None,
     objectives: Objectives | None = None,
 ) -> dict[str, Any]:
     """Held-out loss per token kind, kind accuracy and pointer distance (lattice units), teacher-forced;
@@ -224,7 +229,7 @@ def evaluate(
     policy.eval()
     tally = Tally()
     for number, batch in enumerate(loader.ordered(sessions, refs)):
-        obs, tokens, mask, state = to_device(batch, policy, device)
+        obs, tokens, mask, state = to_device(batch, policy, device, intents)
         out = policy(obs, tokens, state, chunk=None, pointer_sigma=config.pointer_sigma)
         tally.add(out, tokens, mask, pointer=True)
         if objectives is not None:
@@ -353,6 +358,12 @@ def train_bc(
     advantage = (
         AdvantageWeights(data.train, settings, config.beta, config.max_weight) if config.advantage else None
     )
+    # --skills: every session relabelled with its intents (refuses sessions whose inputs name no skill).
+    intents = None
+    if config.skills:
+        from hoi4_arena.training.skills import SessionIntents
+
+        intents = SessionIntents(data.train + data.val, settings)
 
     # --- model and optimizer ---
     # A resumed run's tower weights are in progress.pt: the --weights file is only read at the start.
@@ -406,6 +417,8 @@ def train_bc(
     def save(path: Path, *, with_optimizer: bool) -> Path:
         progress["epoch_tally"] = epoch_tally.state()
         extra = {"train_config": config.to_dict(), "data": data.describe(), **progress}
+        if intents is not None:  # what the intent input means: players/intents.py's vocabulary
+            extra["intents"] = {k: intents.stats[k] for k in ("version", "intents")}
         if with_optimizer:
             extra["rng"] = rng_states()
             if objectives is not None:
@@ -458,7 +471,7 @@ def train_bc(
             bar.update(task, completed=sum(-(-start // config.batch) for start in position.starts))
             tick = time.monotonic()
             for batch, where in loader.epoch(data.train, epoch, position):
-                obs, tokens, mask, state = to_device(batch, policy, device)
+                obs, tokens, mask, state = to_device(batch, policy, device, intents)
                 out_ = policy(
                     obs, tokens, state, chunk=config.chunk or None, pointer_sigma=config.pointer_sigma
                 )
@@ -550,7 +563,9 @@ def train_bc(
 
             # --- end of epoch: held-out metrics, checkpoints ---
             held_out = (
-                evaluate(policy, loader, data.val, val_refs, config, device, objectives) if val_refs else None
+                evaluate(policy, loader, data.val, val_refs, config, device, intents, objectives)
+                if val_refs
+                else None
             )
             train_summary = epoch_tally.summary()
             epoch_tally = Tally()
@@ -610,6 +625,7 @@ def train_bc(
         "sessions": {"train": len(data.train), "val": len(data.val), "skipped": data.skipped},
         "skipped_while_training": progress["skipped"],
         "advantage": advantage.stats if advantage is not None else None,
+        "intents": intents.stats if intents is not None else None,
         "parameters": policy.parameter_count()["total"],
         "device": str(device),
         "threads": torch.get_num_threads(),

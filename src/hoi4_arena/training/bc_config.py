@@ -128,6 +128,9 @@ class BCConfig:
     """--sources idm: leave out labelled decisions with a token less likely than this (log-likelihood)."""
     idm_weight: float = 1.0
     """--sources idm: the loss weight of a labelled decision (a recorded one weighs 1)."""
+    skills: bool = False
+    """Condition the policy on the scripted player's intents: each decision's intent (hoi4-arena intents)
+    is an input; the checkpoint then plays only where something gives it an intent (scripted sessions)."""
     auxiliary: str | None = None
     """A training-only auxiliary loss from the memory (training/objectives.py): none, dense (the next
     decision's encoder summary through --projections fixed random projections, cosine loss) or sparse (the
@@ -233,10 +236,11 @@ class BCConfig:
             raise UserError(f"lr must be a positive number, got {self.lr!r}")
         if self.device != "auto" and self.device != "cpu" and not self.device.startswith("cuda"):
             raise UserError(f"device must be cpu, cuda, cuda:N or auto, got {self.device!r}")
-        reserved = {"layout", "encoder", "weights", "freeze_blocks", "seed"}
+        reserved = {"layout", "encoder", "weights", "freeze_blocks", "seed", "intents"}
         clash = sorted(reserved & set(self.policy))
         if clash:
-            raise UserError(f"--policy cannot set {', '.join(clash)}: use --{clash[0].replace('_', '-')}")
+            flag = "skills" if clash[0] == "intents" else clash[0].replace("_", "-")
+            raise UserError(f"--policy cannot set {', '.join(clash)}: use --{flag}")
         self.policy_config  # noqa: B018 -- validates the architecture now, with its message
 
     @property
@@ -244,6 +248,11 @@ class BCConfig:
         """The PolicyConfig this run trains (UserError when the combination is refused)."""
         from hoi4_arena.models.config import PolicyConfig
 
+        intents = {}
+        if self.skills:
+            from hoi4_arena.players.intents import INTENTS
+
+            intents = {"intents": len(INTENTS)}
         try:
             return PolicyConfig(
                 layout=self.layout,
@@ -251,6 +260,7 @@ class BCConfig:
                 weights=self.weights,
                 freeze_blocks=self.freeze_blocks,
                 seed=self.seed,
+                **intents,
                 **self.policy,
             )
         except TypeError as error:

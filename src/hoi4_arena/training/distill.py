@@ -168,8 +168,10 @@ def load_encoder(
             torch.manual_seed(seed)
             try:
                 encoder = TimmTowerEncoder(name, quadrant_hw, 8, 8, 0, tower_args)
-            except TypeError as error:
-                raise UserError(f"--tower-args {tower_args}: {error}") from None
+            except (TypeError, ValueError, AssertionError, RuntimeError) as error:
+                # timm refuses an architecture in its own words (an unknown argument, heads not dividing the width)
+                text = str(error) or f"{type(error).__name__} (does num_heads divide embed_dim?)"
+                raise UserError(f"--tower-args {tower_args}: timm cannot build {name} so: {text}") from None
         if spec.endswith(".safetensors"):
             encoder.load_weights(spec)
         return _frozen(spec, encoder, "tower", layout, "quadrants")
