@@ -275,11 +275,13 @@ def test_info_nce_is_minus_the_log_softmax_of_the_true_candidate() -> None:
         rows = [-s[0] + np.log(np.sum(np.exp(s))) for s in scores]
         return float(np.mean(rows))
 
-    dot = [[float(np.dot(p[m], c[m, n])) for n in range(3)] for m in range(2)]
+    pn, cn = p.numpy().astype(np.float64), c.numpy().astype(np.float64)
+    dot = [[float(np.dot(pn[m], cn[m, n])) for n in range(3)] for m in range(2)]
     assert float(info_nce(p, c, "dot")) == pytest.approx(reference(dot), rel=1e-6)
     cos = [
         [
-            float(np.dot(p[m], c[m, n]) / np.linalg.norm(p[m]) / np.linalg.norm(c[m, n])) / COSINE_TEMPERATURE
+            float(np.dot(pn[m], cn[m, n]) / np.linalg.norm(pn[m]) / np.linalg.norm(cn[m, n]))
+            / COSINE_TEMPERATURE
             for n in range(3)
         ]
         for m in range(2)
