@@ -824,14 +824,15 @@ from hoi4_arena.training.research_config import FeaturesConfig, MemoryStudyConfi
     arguments=("data", "checkpoint", "out"),
     options={
         "data": Opt(metavar="DATA"),
-        "checkpoint": Opt(metavar="CKPT"),
+        "checkpoint": Opt(metavar="CKPT|ENCODER"),
         "out": Opt(metavar="OUT"),
         "sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
+        "policy": Opt(convert=KEY_VALUES, extra="Repeatable: --policy KEY=VALUE."),
     },
 )
 def cache_features_command(config: FeaturesConfig) -> None:
-    """Cache a policy checkpoint's frozen perception of every decision in DATA (shards and layout.json in
-    OUT); run it again to finish a stopped cache."""
+    """Cache a policy checkpoint's (or an untrained encoder's) frozen perception of every decision in DATA
+    (shards and layout.json in OUT); run it again to finish a stopped cache."""
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.features import cache_features
 

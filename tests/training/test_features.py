@@ -238,3 +238,33 @@ def test_a_clip_encoders_cache_sees_the_clips_the_data_loader_gives(data: Path, 
         seen = policy.eval().see(obs)
     direct = torch.cat([seen.summary, seen.cells.mean(1), seen.fovea], -1).numpy()
     np.testing.assert_allclose(open_cache(out).sessions[0].arrays["perception"], direct, rtol=1e-5, atol=1e-5)
+
+
+def test_an_encoder_alone_is_cached_and_checked_by_rebuilding_it(data: Path, tmp_path: Path) -> None:
+    # CKPT may name an encoder (cnn, timm:NAME): a fresh policy of it and --policy's widths, seeded.
+    widths = {**TINY, "seed": 3}
+    out = tmp_path / "cnn"
+    summary = cache_features(FeaturesConfig(str(data), "cnn", str(out), policy=widths, batch=16, threads=1))
+    assert summary["sessions"] == 2 and summary["decisions"] == 120
+    fresh = Policy(PolicyConfig(**widths)).eval()
+    layout = json.loads((out / LAYOUT).read_text())
+    assert layout["checkpoint"] == "cnn" and layout["encoder_sha256"] == perception_sha256(fresh)
+    cache = open_cache(out)  # checked against the encoder rebuilt from the stored settings
+    session = cache.sessions[0]
+    samples = list(decode_session(data / session.id, DecodeSettings("cpu")))
+    views = [
+        torch.from_numpy(np.stack([s.views[k] for s in samples])) for k in ("global", "quadrants", "fovea")
+    ]
+    obs = Observation(
+        *views, torch.tensor([s.speed for s in samples]), torch.tensor([s.pointer for s in samples])
+    )
+    with torch.no_grad():
+        seen = fresh.see(obs)
+    np.testing.assert_allclose(
+        session.arrays["perception"][:, : TINY["summary_dim"]], seen.summary, rtol=1e-5, atol=1e-5
+    )
+    other = save_checkpoint(tmp_path / "other.pt", Policy(PolicyConfig(**{**widths, "seed": 4})))
+    with pytest.raises(UserError, match="another encoder"):
+        open_cache(out, other)
+    with pytest.raises(UserError, match="--policy builds an encoder"):
+        FeaturesConfig(str(data), str(other), str(tmp_path / "x"), policy={"width": 8})

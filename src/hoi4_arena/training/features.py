@@ -48,11 +48,12 @@ from hoi4_arena.data.sources import SessionSource, find_sessions
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import ArenaState
 from hoi4_arena.models.checkpoint import load_checkpoint, weights_sha256
+from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.probes import FACTS, facts_for_session
-from hoi4_arena.training.research_config import FeaturesConfig
+from hoi4_arena.training.research_config import FeaturesConfig, is_encoder_name
 from hoi4_arena.training.run_control import device_of
 
 log = logging.getLogger(__name__)
@@ -267,8 +268,7 @@ def cache_features(config: FeaturesConfig) -> dict[str, Any]:
     if config.threads:
         torch.set_num_threads(config.threads)
     device = device_of(config.device)
-    checkpoint = load_checkpoint(config.checkpoint, device=device)
-    policy = checkpoint.policy.eval()
+    policy, view_layout = load_perception(config.checkpoint, config.policy, device)
     sha = perception_sha256(policy)
     sessions = _sessions(config, policy.config.layout)
     specs = array_specs(policy, config.cells_dtype)
@@ -277,10 +277,12 @@ def cache_features(config: FeaturesConfig) -> dict[str, Any]:
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "complete": False,
-        "checkpoint": str(Path(config.checkpoint).resolve()),
+        "checkpoint": config.checkpoint
+        if is_encoder_name(config.checkpoint)
+        else str(Path(config.checkpoint).resolve()),
         "encoder_sha256": sha,
         "policy": policy.config.to_dict(),
-        "layout": checkpoint.layout,
+        "layout": view_layout,
         "perception": perception_parts(policy),
         "arrays": specs,
         "facts": dict(FACTS),
@@ -387,22 +389,48 @@ class FeatureCache:
         return list(self.layout["facts"])
 
 
+def load_perception(
+    spec: str, widths: dict[str, Any], device: torch.device | str = "cpu"
+) -> tuple[Policy, dict[str, str]]:
+    """The policy whose perception is cached, and its view layout ({name, version}): a checkpoint's, or
+    for an encoder name (cnn, timm:NAME) a fresh policy of that encoder and `widths`, seeded by their
+    `seed` (so the same name and widths build the same weights: the cache's check rebuilds it)."""
+    if not is_encoder_name(spec):
+        checkpoint = load_checkpoint(spec, device=device)
+        return checkpoint.policy.eval(), checkpoint.layout
+    try:
+        config = PolicyConfig.from_dict({**widths, "encoder": spec})
+    except (TypeError, ValueError) as error:
+        raise UserError(f"--policy: {error}") from None
+    policy = Policy(config).to(device).eval()
+    return policy, {"name": config.layout, "version": policy.sizes.layout_version}
+
+
 def check_encoder(layout: dict[str, Any], checkpoint: str | Path | None, where: Path) -> None:
     """Refuse a cache whose encoder is not `checkpoint`'s (default: the checkpoint the cache names, when
-    that file is still there; a warning says when it is not)."""
+    that file is still there; a warning says when it is not). A cache of an encoder alone (cnn,
+    timm:NAME) is checked against that encoder rebuilt from the cache's stored policy settings."""
     given = checkpoint is not None
+    if is_encoder_name(str(checkpoint if given else layout["checkpoint"])):
+        name = str(checkpoint if given else layout["checkpoint"])
+        policy, _ = load_perception(name, {**layout["policy"], "encoder": name})
+        _compare(perception_sha256(policy), layout, where, name)
+        return
     path = Path(checkpoint) if given else Path(layout["checkpoint"])
     if not path.is_file():
         if given:
             raise UserError(f"checkpoint {path} does not exist")
         log.warning("the checkpoint %s the cache was made from is gone: its encoder is not checked", path)
         return
-    sha = perception_sha256(load_checkpoint(path).policy)
+    _compare(perception_sha256(load_checkpoint(path).policy), layout, where, str(path))
+
+
+def _compare(sha: str, layout: dict[str, Any], where: Path, source: str) -> None:
     if sha != layout["encoder_sha256"]:
         raise UserError(
-            f"the features in {where} were cached from another encoder than {path}'s (its perception weights "
-            f"changed: sha256 {sha[:12]}, the cache's {layout['encoder_sha256'][:12]}); run cache-features "
-            "again with this checkpoint"
+            f"the features in {where} were cached from another encoder than {source}'s (its perception "
+            f"weights changed: sha256 {sha[:12]}, the cache's {layout['encoder_sha256'][:12]}); run "
+            "cache-features again with this checkpoint"
         )
 
 

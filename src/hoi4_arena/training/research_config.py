@@ -9,7 +9,7 @@ Try: hoi4-arena cache-features --help; hoi4-arena train-memory --help
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hoi4_arena.errors import UserError
@@ -38,6 +38,11 @@ def _number(config: Any, name: str, low: float, high: float = math.inf, *, open_
         raise UserError(f"--{name.replace('_', '-')} must be a finite number {bound}{upper}, got {value!r}")
 
 
+def is_encoder_name(text: str) -> bool:
+    """cache-features' CKPT names an encoder (cnn, timm:NAME) rather than a checkpoint file."""
+    return text == "cnn" or text.startswith("timm:")
+
+
 def _device(name: str) -> None:
     if name not in ("auto", "cpu") and not name.startswith("cuda"):
         raise UserError(f"--device must be cpu, cuda, cuda:N or auto, got {name!r}")
@@ -50,9 +55,13 @@ class FeaturesConfig:
     data: str
     """Data folder: session folders anywhere below it (and an optional splits.json)."""
     checkpoint: str
-    """A policy checkpoint (train-bc's last.pt): its encoder, detail reader and cell map are run, frozen."""
+    """A policy checkpoint (train-bc's last.pt, or a distilled student), or an encoder alone: cnn or
+    timm:NAME, untrained from --policy's seed, with fresh detail reader and cell map (a floor to compare
+    with); its encoder, detail reader and cell map are run, frozen."""
     out: str
     """Output folder of the cache: layout.json and one folder of .npy shards per session."""
+    policy: dict[str, int | str] = field(default_factory=dict)
+    """With an encoder alone: the PolicyConfig it is built with, e.g. {"width": 8} (--policy width=8)."""
     sources: tuple[str, ...] = DEFAULT_SOURCES
     """Manifest sources cached: human, scripted, ai, policy (as train-bc's --sources)."""
     max_sessions: int = 0
@@ -68,8 +77,13 @@ class FeaturesConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "policy", dict(self.policy))
         if not self.sources:
             raise UserError("--sources: give at least one source")
+        if self.policy and not is_encoder_name(self.checkpoint):
+            raise UserError(
+                "--policy builds an encoder named by CKPT (cnn or timm:NAME): a checkpoint has its own"
+            )
         _integer(self, "batch")
         _integer(self, "max_sessions", "threads", least=0)
         if self.cells_dtype not in CELL_DTYPES:
