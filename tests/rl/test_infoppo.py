@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_ppo import _config as ppo_config
 from torch.distributions import Categorical
 from typer.testing import CliRunner
 
@@ -81,26 +82,18 @@ def test_the_stored_entropy_is_the_sampling_distributions(tiny_policy, settings)
 
 
 def _config(out: Path, tiny: dict, **changes) -> PPOConfig:
-    settings = dict(
-        out=str(out),
-        updates=2,
-        games=2,
-        workers=0,
+    """test_ppo's tiny run, shorter, with InfoPPO's options on."""
+    infoppo = dict(
         steps=8,
         window=4,
-        batch=4,
         max_days=3,
-        policy=tiny,
-        reward={"provinces": 1.0},
-        progress=False,
-        save_every=0.0,
         gamma=0.9,  # below 1, or the information clock would change nothing
         lam=0.95,
         clock="information",
         clip_mode="adaptive",
         info_clip=(10, 30),
     )
-    return PPOConfig(**{**settings, **changes})
+    return ppo_config(out, tiny, **{**infoppo, **changes})
 
 
 @pytest.mark.slow
