@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import av
 import numpy as np
@@ -245,6 +246,22 @@ class SessionReader:
 
     def windows(self, decision_hz: float = 5.0) -> Windows:
         return decision_windows(self.frame_records, self.inputs, self.manifest.hz, decision_hz)
+
+    def arena_lines_by_decision(self) -> Iterator[list[Any]]:
+        """For each decision (`windows()`, in order), the ARENA lines read since the decision before, up to
+        its anchor frame, parsed (`gamelog.parse_line`; other lines left out); UserError names a malformed line."""
+        logs, next_log = self.log_records, 0
+        for window in self.windows().windows:
+            lines = []
+            while next_log < len(logs) and logs[next_log].frame <= window.frame:
+                try:
+                    line = parse_line(logs[next_log].line)
+                except GameLogError as error:
+                    raise UserError(f"{self.path}: arena-log.jsonl line {next_log + 1}: {error}") from None
+                next_log += 1
+                if line is not None:
+                    lines.append(line)
+            yield lines
 
     def _tokens(self, window: DecisionWindow) -> Tokens:
         last = window.t0_ns + DECISION_NS - 1

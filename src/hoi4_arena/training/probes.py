@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.gamelog import ArenaState, GameLogError, parse_line, setup_steps_shown
+from hoi4_arena.gamelog import ArenaState, setup_steps_shown
 from hoi4_arena.sessions.reader import SessionReader
 
 FACTS: dict[str, str] = {
@@ -69,21 +69,12 @@ def facts_for_session(path: str | Path) -> dict[str, np.ndarray]:
         raise UserError(
             f"{reader.path}: its manifest names no recorded side (side {side!r}), so no fact has an owner"
         )
-    logs = reader.log_records
-    if not logs:
+    if not reader.log_records:
         raise UserError(f"{reader.path}: arena-log.jsonl holds no ARENA line, so it tells no fact")
     state, reached = ArenaState(), set()
     rows: dict[str, list[float]] = {name: [] for name in FACTS}
-    next_log = 0
-    for window in reader.windows().windows:
-        while next_log < len(logs) and logs[next_log].frame <= window.frame:
-            try:
-                line = parse_line(logs[next_log].line)
-            except GameLogError as error:
-                raise UserError(f"{reader.path}: arena-log.jsonl line {next_log + 1}: {error}") from None
-            next_log += 1
-            if line is None:
-                continue
+    for lines in reader.arena_lines_by_decision():
+        for line in lines:
             if line.kind == "start":  # a log holding several games: the last one counts
                 state, reached = ArenaState(), set()
             state.update(line)

@@ -33,7 +33,7 @@ import numpy as np
 
 from hoi4_arena.data.sources import DataSet, SessionSource, find_sessions
 from hoi4_arena.errors import UserError
-from hoi4_arena.gamelog import SETUP_STEPS, ArenaState, GameLogError, parse_line
+from hoi4_arena.gamelog import SETUP_STEPS, ArenaState
 from hoi4_arena.sessions.format import SOURCES
 from hoi4_arena.sessions.reader import SessionReader
 
@@ -148,20 +148,11 @@ def read_game(source: SessionSource) -> Game | str:
     outcome = session_outcome(manifest.winner, side)
     if outcome is None:
         return "the game did not end (the manifest has no winner)"
-    windows = reader.windows().windows
     state = ArenaState()
     reached: dict[str, set[str]] = {"BLU": set(), "RED": set()}
-    logs, next_log = reader.log_records, 0
     days, rows = [], []
-    for window in windows:
-        while next_log < len(logs) and logs[next_log].frame <= window.frame:
-            try:
-                line = parse_line(logs[next_log].line)
-            except GameLogError as error:
-                raise UserError(f"{reader.path}: arena-log.jsonl line {next_log + 1}: {error}") from None
-            next_log += 1
-            if line is None:
-                continue
+    for lines in reader.arena_lines_by_decision():
+        for line in lines:
             if line.kind == "start":
                 state, reached = ArenaState(), {"BLU": set(), "RED": set()}
             state.update(line)
@@ -169,7 +160,7 @@ def read_game(source: SessionSource) -> Game | str:
                 _reach(reached[line["tag"]], line.fields, "RED" if line["tag"] == "BLU" else "BLU")
         days.append(state.h / 24.0)
         rows.append(state_features(state, side, reached))
-    first = ArenaState.from_lines([r.line for r in logs[:8]])
+    first = ArenaState.from_lines([r.line for r in reader.log_records[:8]])
     group = f"{first.arena}:{first.seed}" if first.arena is not None else f"{manifest.arena}:{manifest.id}"
     return Game(
         source,
