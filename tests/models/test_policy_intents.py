@@ -110,3 +110,25 @@ def test_the_checkpoint_round_trips_the_intents(tmp_path: Path, make_obs, make_t
     obs.intent = torch.tensor([[1, 2, 5]])
     with torch.no_grad():
         torch.testing.assert_close(loaded.policy(obs, tokens).logp, policy(obs, tokens).logp)
+
+
+def test_commands_that_give_no_intents_refuse_a_skills_checkpoint_in_one_line(tmp_path: Path) -> None:
+    from hoi4_arena.errors import UserError
+    from hoi4_arena.evaluation.heatmap import heatmap
+    from hoi4_arena.rl.ppo import _start_policy
+    from hoi4_arena.rl.ppo_config import PPOConfig
+    from hoi4_arena.training.critic import critic_policy
+    from hoi4_arena.training.value_config import CriticConfig
+
+    policy = Policy(PolicyConfig(layout="cpu", intents=len(INTENTS), **TINY))
+    path = save_checkpoint(tmp_path / "skills.pt", policy, provenance=Provenance(data="none", seed=0))
+    refusals = {
+        "heatmap": lambda: heatmap(path, tmp_path / "no-session", tmp_path / "maps"),
+        "train-ppo": lambda: _start_policy(PPOConfig(out=str(tmp_path / "ppo"), init=str(path))),
+        "train-critic": lambda: critic_policy(CriticConfig(str(tmp_path), str(tmp_path / "c"), init=str(path))),
+    }
+    for command, call in refusals.items():
+        with pytest.raises(UserError, match="trained with train-bc --skills") as error:
+            call()
+        assert command in str(error.value) and "\n" not in str(error.value)
+    assert not (tmp_path / "maps").exists() and not (tmp_path / "ppo").exists()

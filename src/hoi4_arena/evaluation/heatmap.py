@@ -137,6 +137,7 @@ def heatmap(
         raise UserError(f"--count must be at least 1, got {count}")
     out = Path(out)
     loaded = load_checkpoint(checkpoint, device=device)
+    loaded.refuse_intents(checkpoint, "heatmap")
     policy, config = loaded.policy, loaded.config
     layout = config.view_layout
     reader = SessionReader(session)

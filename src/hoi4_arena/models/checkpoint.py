@@ -92,6 +92,15 @@ class Checkpoint:
     optimizer: dict[str, Any] | None
     extra: dict[str, Any]
 
+    def refuse_intents(self, path: str | Path, command: str) -> None:
+        """UserError when this policy is conditioned on intents (train-bc --skills): `command` has none
+        to give it each decision."""
+        if self.config.intents:
+            raise UserError(
+                f"{path} was trained with train-bc --skills: it carries out an intent it is given each decision "
+                f"and {command} has none to give it; use a checkpoint trained without --skills"
+            )
+
 
 def weights_sha256(state: dict[str, torch.Tensor]) -> str:
     """The sha256 of a model's weights alone (names, dtypes, shapes and bytes, in name order): the same

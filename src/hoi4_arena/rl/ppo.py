@@ -139,6 +139,7 @@ def _start_policy(config: PPOConfig) -> tuple[Policy, dict[str, Any]]:
         if not Path(config.init).is_file():
             raise UserError(f"--init {config.init}: no such checkpoint file (give a checkpoint, or random)")
         checkpoint = load_checkpoint(config.init, layout=config.layout)  # another layout: refused here
+        checkpoint.refuse_intents(config.init, "train-ppo")  # its rollouts choose no intents
         if config.policy:
             raise UserError("--policy sets a random start's widths; a checkpoint brings its own")
         policy = checkpoint.policy

@@ -69,6 +69,7 @@ def critic_policy(config: CriticConfig) -> Policy:
     another are refused), or a fresh one."""
     if config.init is not None:
         checkpoint = load_checkpoint(config.init)
+        checkpoint.refuse_intents(config.init, "train-critic")
         theirs = checkpoint.config
         differ = [
             f"{name} {getattr(theirs, name)!r} (asked for {asked!r})"
