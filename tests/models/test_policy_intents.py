@@ -125,7 +125,9 @@ def test_commands_that_give_no_intents_refuse_a_skills_checkpoint_in_one_line(tm
     refusals = {
         "heatmap": lambda: heatmap(path, tmp_path / "no-session", tmp_path / "maps"),
         "train-ppo": lambda: _start_policy(PPOConfig(out=str(tmp_path / "ppo"), init=str(path))),
-        "train-critic": lambda: critic_policy(CriticConfig(str(tmp_path), str(tmp_path / "c"), init=str(path))),
+        "train-critic": lambda: critic_policy(
+            CriticConfig(str(tmp_path), str(tmp_path / "c"), init=str(path))
+        ),
     }
     for command, call in refusals.items():
         with pytest.raises(UserError, match="trained with train-bc --skills") as error:
