@@ -83,9 +83,13 @@ class PointerConfig(WorkerChoice):
 
     out: Path
     """Folder of pointer templates: each distinct cursor sprite as a PNG, and pointers.json (hotspots)."""
+    from_session: Path | None = None
+    """Cut the sprite out of a recorded session's frames at its recorded pointer instead (no worker)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.out = Path(self.out)
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
+        if self.from_session is not None:
+            self.from_session = Path(self.from_session)
