@@ -53,3 +53,10 @@ def test_a_recording_without_a_cursor_is_refused() -> None:
         cut_pointer(frames)
     with pytest.raises(UserError, match="only 1 distinct places"):
         cut_pointer([(frames[0][0], (80, 90))] * 5)
+
+
+def test_from_session_refuses_worker_options(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["pointer", str(tmp_path / "p"), "--from-session", "s", "--window", "x"])
+    assert isinstance(result.exception, UserError) and "--window: not with --from-session" in str(
+        result.exception
+    )

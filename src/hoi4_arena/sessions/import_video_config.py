@@ -93,3 +93,11 @@ class PointerConfig(WorkerChoice):
             raise UserError(f"{self.out} exists and is not a folder")
         if self.from_session is not None:
             self.from_session = Path(self.from_session)
+            given = {"--window": self.window, "--display": self.display, **self._sim_options}
+            extra = [name for name, value in given.items() if value is not None]
+            if extra:
+                raise UserError(f"{', '.join(extra)}: not with --from-session (no worker is opened)")
+
+    @property
+    def _sim_options(self) -> dict:
+        return {"--arena": self.arena, "--seed": self.seed, "--size": self.size}
