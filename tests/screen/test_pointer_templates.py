@@ -1,5 +1,6 @@
 """Pointer templates cut from a recording (`cut_pointer`, `pointer --from-session`) and found again: the
-marker game's cursor, a 5-pixel cross of 1-pixel lines, wherever it sits on the pixel grid."""
+marker game's cursor, a 5-pixel cross of 1-pixel lines, wherever it sits on the pixel grid, and the
+simulator's arrow."""
 
 from __future__ import annotations
 
@@ -60,3 +61,28 @@ def test_from_session_refuses_worker_options(tmp_path) -> None:
     assert isinstance(result.exception, UserError) and "--window: not with --from-session" in str(
         result.exception
     )
+
+
+def test_the_simulators_arrow_cut_from_its_frames_is_its_sprite() -> None:
+    """Outline and fill over a map, the hotspot at the tip: the sprite `pointer --game sim` saves, less
+    its see-through margin."""
+    from hoi4_arena.screen.sim_worker import SimWorker
+    from hoi4_arena.sim.cursor import draw_pointer
+
+    worker = SimWorker(arena="plains", seed=0, size=(360, 640))
+    base = worker.game.renderer.rgb(worker.game.ui)
+    rng = np.random.default_rng(0)
+    samples = []
+    for _ in range(24):
+        place = (int(rng.integers(0, 640)), int(rng.integers(0, 360)))
+        frame = base.copy()
+        draw_pointer(frame, place)
+        samples.append((frame, place))
+    rgba, hotspot = cut_pointer(samples)
+    sprite, sprite_hotspot = worker.pointer_image()
+    ys, xs = np.nonzero(sprite[..., 3] >= 128)
+    sprite = sprite[ys.min() : ys.max() + 1, xs.min() : xs.max() + 1]
+    assert hotspot == (sprite_hotspot[0] - xs.min(), sprite_hotspot[1] - ys.min())
+    assert np.array_equal(rgba[..., 3] >= 128, sprite[..., 3] >= 128)
+    opaque = sprite[..., 3] >= 128
+    assert np.array_equal(rgba[opaque, :3], sprite[opaque, :3])
