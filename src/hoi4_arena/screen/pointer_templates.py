@@ -1,5 +1,5 @@
-"""Pointer templates: the game's cursor sprite(s) with their hotspots, saved from a worker, and finding
-the pointer in a video frame by matching them (numpy only).
+"""Pointer templates: the game's cursor sprite(s) with their hotspots, saved from a worker or cut from a
+recorded session's frames, and finding the pointer in a video frame by matching them (numpy only).
 
 A template folder holds one RGBA PNG per distinct sprite and `pointers.json`:
 
@@ -8,15 +8,19 @@ A template folder holds one RGBA PNG per distinct sprite and `pointers.json`:
 
 `save_pointer(worker, folder)` adds the worker's current cursor (`Worker.pointer_image()`) unless the
 folder already holds the same sprite; run it again while the game shows another cursor to add that one.
+A game no worker runs can give its cursor from a recording instead: `cut_pointer(samples)` cuts the
+sprite out of frames whose pointer position is known (a recorded session's frames with their
+pointer_px; `hoi4-arena pointer OUT --from-session SESSION`), and `save_template` adds it the same way.
 
 `PointerFinder.find(frame)` scores each template by the mean absolute difference of its opaque pixels
 (the sprite's see-through pixels show the game, so they are left out) at every position of a search
 box, and returns the best position's hotspot with a confidence in 0..1 (1: every opaque pixel
 exact; 0: off by 64 levels per channel on average, or worse). A sprite less than a sixth on screen is
-not found. It searches around the last position
-found first and, when the pointer is not there, the whole frame: pixels close to a sprite's commonest
-opaque colour (on every second row and column) propose boxes, and the boxes that hold the most of them
-are searched in full. A sprite cut by the screen's edge is scored on its pixels inside the frame.
+not found. It searches around the last position found first and, when the pointer is not there, the
+whole frame: pixels close to a sprite's commonest opaque colour (on every second row and column, or
+on every pixel for a sprite with no 2x2 block of that colour) propose boxes, and the boxes that hold
+the most of them are searched in full. A sprite cut by the screen's edge is scored on its pixels
+inside the frame.
 
 Try: .venv/bin/python -m hoi4_arena.screen.pointer_templates runs/pointers
 """
@@ -72,12 +76,28 @@ class PointerMatch:
 
 def save_pointer(worker, folder: str | Path, game: str = "") -> dict:
     """Add the worker's current cursor sprite to the template folder; returns what the folder holds."""
+    rgba, hotspot = worker.pointer_image()
+    return save_template(rgba, hotspot, folder, game, "the worker's cursor image")
+
+
+def save_session_pointer(session: str | Path, folder: str | Path) -> dict:
+    """Add the cursor sprite a recorded session's frames show (`cut_pointer`) to the template folder."""
+    from hoi4_arena.sessions.reader import SessionReader  # a session is read here, not imported by screen
+
+    reader = SessionReader(session)
+    rgba, hotspot = cut_pointer((frame, record.pointer_px) for record, frame in reader.frames())
+    return save_template(rgba, hotspot, folder, f"session {reader.path.name}", "the cut sprite")
+
+
+def save_template(
+    rgba: np.ndarray, hotspot: tuple[int, int], folder: str | Path, game: str = "", what: str = "the sprite"
+) -> dict:
+    """Add one sprite ((h, w, 4) RGBA, hotspot (x, y)) to the template folder unless it holds it already."""
     from PIL import Image
 
-    rgba, hotspot = worker.pointer_image()
     rgba = np.ascontiguousarray(rgba, dtype=np.uint8)
     if rgba.ndim != 3 or rgba.shape[2] != 4 or not (rgba[:, :, 3] >= 128).any():
-        raise UserError(f"the worker's cursor image is empty or not RGBA ({rgba.shape}); nothing to save")
+        raise UserError(f"{what} is empty or not RGBA ({rgba.shape}); nothing to save")
     folder = Path(folder)
     templates = load_templates(folder) if (folder / INDEX).is_file() else []
     added = None
@@ -132,6 +152,72 @@ def load_templates(folder: str | Path) -> list[PointerTemplate]:
     return out
 
 
+# --- a sprite cut from recorded frames ----------------------------------------------------------------
+
+CUT_RADIUS = 32
+"""Pixels around the recorded pointer that `cut_pointer` looks at (a sprite reaches at most this far)."""
+CUT_SAMPLES = 32
+"""Frames `cut_pointer` keeps, one per distinct pointer position (200 MB of 1080p frames)."""
+
+
+def cut_pointer(samples, radius: int = CUT_RADIUS, tolerance: int = 12) -> tuple[np.ndarray, tuple[int, int]]:
+    """The cursor sprite drawn into recorded frames: (h, w, 4) uint8 RGBA and its hotspot (x, y).
+
+    `samples` yields (frame (H, W, 3) uint8 RGB, pointer (x, y) in pixels): frames as a recording stores
+    them, with the cursor composited, and where its hotspot was. One frame per distinct position is
+    kept (up to CUT_SAMPLES; those whose box around the pointer leaves the screen are skipped). A pixel
+    at an offset from the hotspot is the sprite's where, in most kept frames, it has the same colour
+    (within `tolerance` levels of the median, every channel) and differs by more than twice that from
+    what the nearest-in-time kept frame with the pointer far away shows there (the game under the
+    cursor). Both tests are needed: the first alone takes a flat background for the sprite, the second
+    alone any motion. UserError when fewer than four positions are seen or no pixel passes.
+    """
+    size = 2 * radius + 1
+    frames: list[np.ndarray] = []
+    places: list[tuple[int, int]] = []
+    for frame, (x, y) in samples:
+        height, width = frame.shape[:2]
+        x, y = int(x), int(y)
+        inside = radius <= x < width - radius and radius <= y < height - radius
+        if inside and (x, y) not in places:
+            frames.append(frame)
+            places.append((x, y))
+            if len(places) >= CUT_SAMPLES:
+                break
+    if len(places) < 4:
+        raise UserError(
+            f"the recording shows the pointer at only {len(places)} distinct places at least {radius} "
+            "pixels inside the screen; cutting its sprite needs 4 or more"
+        )
+    crops, unders = [], []
+    for i, (x, y) in enumerate(places):
+        far = [j for j, (u, v) in enumerate(places) if max(abs(u - x), abs(v - y)) >= size]
+        if not far:
+            continue
+        j = min(far, key=lambda j: abs(j - i))
+        box = np.s_[y - radius : y + radius + 1, x - radius : x + radius + 1]
+        crops.append(frames[i][box].astype(np.int16))
+        unders.append(frames[j][box].astype(np.int16))
+    if len(crops) < 4:
+        raise UserError("the recorded pointer never moves far enough to see the game under its sprite")
+    crops_, unders_ = np.stack(crops), np.stack(unders)  # (N, size, size, 3)
+    colour = np.median(crops_, axis=0)
+    same = (np.abs(crops_ - colour).max(-1) <= tolerance).mean(0) > 0.5
+    drawn = (np.abs(crops_ - unders_).max(-1) > 2 * tolerance).mean(0) > 0.5
+    opaque = same & drawn
+    if not opaque.any():
+        raise UserError(
+            "no pixel around the recorded pointer looks the same in every frame and unlike the game "
+            "under it: the recording does not seem to draw the cursor"
+        )
+    ys, xs = np.nonzero(opaque)
+    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+    rgba = np.zeros((y1 - y0, x1 - x0, 4), np.uint8)
+    rgba[..., :3] = np.clip(np.rint(colour[y0:y1, x0:x1]), 0, 255).astype(np.uint8)
+    rgba[..., 3] = np.where(opaque[y0:y1, x0:x1], 255, 0)
+    return rgba, (int(radius - x0), int(radius - y0))
+
+
 # --- matching --------------------------------------------------------------------------------------
 
 
@@ -178,12 +264,18 @@ class PointerFinder:
         self.templates = templates
         self.min_confidence = min_confidence
         self.last: PointerMatch | None = None
-        # Each template's commonest opaque colour proposes where to look in the whole frame.
+        # Each template's commonest opaque colour proposes where to look in the whole frame, looked for
+        # on every second row and column where the sprite has a 2x2 block of it (such a block always
+        # covers one of those pixels), on every pixel otherwise: a cursor of 1-pixel lines (a cross)
+        # can sit wholly between them.
         self._keys = []
         for template in templates:
             pixels = template.rgba[template.opaque][:, :3]
             values, counts = np.unique(pixels, axis=0, return_counts=True)
-            self._keys.append(values[int(np.argmax(counts))].astype(np.int16))
+            key = values[int(np.argmax(counts))].astype(np.int16)
+            near = (np.abs(template.rgba[..., :3].astype(np.int16) - key).sum(-1) <= 36) & template.opaque
+            block = near[:-1, :-1] & near[1:, :-1] & near[:-1, 1:] & near[1:, 1:]
+            self._keys.append((key, 2 if block.any() else 1))
 
     def _best_in(self, frame: np.ndarray, x0: int, y0: int, x1: int, y1: int) -> PointerMatch | None:
         best = None
@@ -212,14 +304,14 @@ class PointerFinder:
 
     def _proposals(self, frame: np.ndarray) -> list[tuple[int, int]]:
         """Centres of the boxes (2 * LOCAL pixels wide) that hold the most pixels near a key colour."""
-        coarse = frame[::2, ::2].astype(np.int16)
-        cell = LOCAL  # boxes of LOCAL x LOCAL frame pixels, counted on the half-resolution grid
+        cell = LOCAL  # boxes of LOCAL x LOCAL frame pixels
         votes: dict[tuple[int, int], int] = {}
-        for key in self._keys:
-            near = np.abs(coarse - key).sum(-1) <= 36
+        for key, step in self._keys:
+            near = np.abs(frame[::step, ::step].astype(np.int16) - key).sum(-1) <= 36
             ys, xs = np.nonzero(near)
-            for by, bx in zip((ys * 2 // cell).tolist(), (xs * 2 // cell).tolist(), strict=True):
-                votes[by, bx] = votes.get((by, bx), 0) + 1
+            weight = step * step  # a vote stands for the pixels its grid point stands for
+            for by, bx in zip((ys * step // cell).tolist(), (xs * step // cell).tolist(), strict=True):
+                votes[by, bx] = votes.get((by, bx), 0) + weight
         ranked = sorted(votes.items(), key=lambda item: -item[1])[:CANDIDATE_BOXES]
         return [(bx * cell + cell // 2, by * cell + cell // 2) for (by, bx), _ in ranked]
 

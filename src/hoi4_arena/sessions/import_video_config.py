@@ -83,9 +83,21 @@ class PointerConfig(WorkerChoice):
 
     out: Path
     """Folder of pointer templates: each distinct cursor sprite as a PNG, and pointers.json (hotspots)."""
+    from_session: Path | None = None
+    """Cut the sprite out of a recorded session's frames at its recorded pointer instead (no worker)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.out = Path(self.out)
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
+        if self.from_session is not None:
+            self.from_session = Path(self.from_session)
+            given = {"--window": self.window, "--display": self.display, **self._sim_options}
+            extra = [name for name, value in given.items() if value is not None]
+            if extra:
+                raise UserError(f"{', '.join(extra)}: not with --from-session (no worker is opened)")
+
+    @property
+    def _sim_options(self) -> dict:
+        return {"--arena": self.arena, "--seed": self.seed, "--size": self.size}
