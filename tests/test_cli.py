@@ -63,3 +63,21 @@ def test_result_json_is_strict() -> None:
         raise AssertionError(f"{constant} is not JSON")
 
     assert json.loads(out.stdout, parse_constant=refuse) == {"a": None, "b": [1, 2]}
+
+
+def test_a_bare_ray_means_auto() -> None:
+    from hoi4_arena.cli import with_optional_values
+
+    assert with_optional_values(["record-ai", "out", "--ray"]) == ["record-ai", "out", "--ray", "auto"]
+    assert with_optional_values(["x", "--ray", "--games", "4"]) == ["x", "--ray", "auto", "--games", "4"]
+    assert with_optional_values(["x", "--ray", "local"]) == ["x", "--ray", "local"]
+    assert with_optional_values(["x", "--ray=h:1"]) == ["x", "--ray=h:1"]
+    assert with_optional_values(["x", "--", "--ray"]) == ["x", "--", "--ray"]
+    # The command line parses it: the run gets as far as its own settings' check.
+    out = subprocess.run(
+        [sys.executable, "-m", "hoi4_arena.cli", "record-ai", "unused", "--games", "0", "--ray"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "requires an argument" not in out.stderr
+    assert "--games must be" in out.stderr and "Traceback" not in out.stderr

@@ -1052,10 +1052,28 @@ def distill_command(config: DistillConfig) -> None:
     print_json(distill(config))
 
 
+OPTIONAL_VALUES = {"--ray": "auto"}
+"""Options whose value may be left out, and the value they then take (typer has no such options)."""
+
+
+def with_optional_values(argv: list[str]) -> list[str]:
+    """`argv` with the value of each option of OPTIONAL_VALUES given where it was left out: the option
+    ends the line or another option follows it (`--ray --games 4` is `--ray auto --games 4`; a word after
+    it is its value, so a bare `--ray` goes after the arguments)."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg == "--":
+            return out + argv[i + 1 :]
+        if arg in OPTIONAL_VALUES and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append(OPTIONAL_VALUES[arg])
+    return out
+
+
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
     try:
-        app()
+        app(args=with_optional_values(sys.argv[1:]))
     except UserError as error:
         from hoi4_arena.terminal import stderr
 

@@ -86,7 +86,7 @@ class EvaluateConfig(Decoding):
     Elo table of them all."""
     ray: str | None = None
     """Play each player's games as Ray tasks (record-ai's and play-policy's --ray: auto, local or a head's
-    HOST:PORT); the same games as without. Not with --head-to-head."""
+    HOST:PORT; alone: auto); the same games as without. Not with --head-to-head."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
     progress: bool = True

@@ -47,7 +47,7 @@ class PPOConfig:
     """Worker processes that run the games (0: every game in this process, the serial mode)."""
     ray: str | None = None
     """Run the --workers as Ray actors instead of local processes: auto (this machine's cluster), local (a
-    Ray started for the run) or a head's HOST:PORT; the same numbers as without (needs Ray: the package's
+    Ray started for the run) or a head's HOST:PORT (`--ray` alone: auto); the same numbers as without (needs Ray: the package's
     cluster extra)."""
     steps: int = 64
     """Decisions of every game per rollout (a rollout is games x steps decisions)."""
