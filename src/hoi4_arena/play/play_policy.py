@@ -137,10 +137,6 @@ class PlayConfig(Decoding):
             raise UserError(f"--side must be one of {', '.join(SIDES)}, not {self.side!r}")
         if self.game not in GAMES:
             raise UserError(f"--game must be one of {', '.join(GAMES)}, not {self.game!r}")
-        if self.ray is not None and self.game != "sim":
-            raise UserError(
-                "--ray plays headless games (--game sim): a window game needs this machine's display"
-            )
         if self.speed not in range(1, 6):
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
         if not 0.0 <= self.ai_strength <= 1.0:
@@ -368,5 +364,6 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         ignored=("checkpoint",) if "sha256" in settings else (),
         ray=config.ray,
         ray_games=config.ray_games,
+        window=config.game != "sim",
     )
     return {"player": policy.name, "mode": config.mode, **summary, "settings": settings}

@@ -139,10 +139,6 @@ class RecordAIConfig:
                 "--player ai runs headless only (--game sim): the window harness plays one side against "
                 "the AI"
             )
-        if self.ray is not None and self.game != "sim":
-            raise UserError(
-                "--ray plays headless games (--game sim): a window game needs this machine's display"
-            )
         if self.minutes is None and self.games is None:
             raise UserError("give --minutes (play time to record) or --games (how many), or both")
         if self.minutes is not None and not (
@@ -440,5 +436,6 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
         progress=config.progress,
         ray=config.ray,
         ray_games=config.ray_games,
+        window=config.game != "sim",
     )
     return {"player": config.player, **summary, "settings": config.settings()}
