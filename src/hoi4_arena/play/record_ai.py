@@ -122,7 +122,8 @@ class RecordAIConfig:
     """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
     ray: str | None = None
     """Play each game as a Ray task: auto (this machine's cluster), local (a Ray started for the run) or
-    a head's HOST:PORT; the same rows and sessions as without (needs Ray: the package's cluster extra)."""
+    a head's HOST:PORT; the same rows and sessions as without (needs Ray: the package's cluster extra).
+    Window games (--game x11) play only on stations: nodes with the hoi4_station resource."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
     progress: bool = True
