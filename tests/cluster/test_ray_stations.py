@@ -126,3 +126,18 @@ def test_status_names_the_nodes_and_an_unknown_name_is_one_line(cluster: dict[st
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "cluster drain nope: no alive node of the cluster has that name or node id" in result.stderr
     assert "pc1" in result.stderr
+
+
+def test_drain_needs_a_name_and_status_takes_none_and_help_explains_it() -> None:
+    from hoi4_arena.cluster.station_config import ClusterConfig
+
+    with pytest.raises(UserError, match=r"^cluster drain needs a node's NAME"):
+        ClusterConfig("drain")
+    with pytest.raises(UserError, match=r"^cluster status takes no NAME"):
+        ClusterConfig("status", "pc1")
+    with pytest.raises(UserError, match=r"one of status, drain, undrain"):
+        ClusterConfig("cordon", "pc1")
+    env = {**os.environ, "COLUMNS": "200"}
+    code = "import sys; from hoi4_arena import cli; cli.app(['cluster', '--help'])"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert "drain NAME" in result.stdout and "take no new ones" in result.stdout
