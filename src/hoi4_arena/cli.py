@@ -319,13 +319,17 @@ def probe_peer_command(config: ProbePeerConfig) -> None:
 
 
 @app.command("cluster", rich_help_panel="Screen and workers")
-@from_config(ClusterConfig, arguments=("action",))
+@from_config(ClusterConfig, arguments=("action", "name"))
 def cluster_command(config: ClusterConfig) -> None:
-    """The Ray cluster that --ray runs on: `cluster status` lists its nodes, stations and busy CPUs."""
-    from hoi4_arena.cluster.ray_games import cluster_status
+    """The Ray cluster that --ray runs on: `cluster status` lists its nodes, stations and busy CPUs;
+    `cluster drain NAME` lets a station finish its games and take no new ones; `cluster undrain NAME`."""
+    from hoi4_arena.cluster.ray_games import cluster_status, drain_station
     from hoi4_arena.terminal import print_json
 
-    print_json(cluster_status(config.ray))
+    if config.action == "status":
+        print_json(cluster_status(config.ray))
+    else:
+        print_json(drain_station(config.ray, config.name, undo=config.action == "undrain"))
 
 
 # --- watching a game: telemetry and the live web view (cluster/, observer access only) ---------------

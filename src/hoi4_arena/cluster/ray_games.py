@@ -14,6 +14,15 @@ games still in flight are dropped. A task whose worker died (killed, out of memo
 its game invalid with reason `ray: ...`; the run goes on, and a resumed run skips it like any finished
 game.
 
+A window game (`--game x11`: the simulator's window under a private Xvfb) needs a screen, so it runs only
+on a station: a node started with the `hoi4_station` custom resource (`ray start --resources
+'{"hoi4_station": 1}'`), one window game at a time per unit, placed by the driver on a station that is
+alive, not drained (`cluster drain NAME`, `cluster/drain.py`) and has a unit free; when every station is
+drained or gone, the run starts no more games, lets the ones in flight finish and ends (re-run to resume),
+and a run that finds no station at all is refused before it writes anything. Headless games go to any
+node that is not drained. The summary's `ray.placed` says which node (its id as `cluster status` shows it)
+played each game.
+
 `--ray local` starts a Ray instance on this machine for the run (all its CPUs) and stops it at the end;
 `--ray auto` joins the cluster this machine belongs to (`ray start --head` / `ray start --address ...`);
 `--ray HOST:PORT` joins that cluster's head. Every node needs this package installed (pip install
@@ -42,11 +51,16 @@ log = logging.getLogger(__name__)
 LOCAL = "local"
 AUTO = "auto"
 INSTALL = "pip install 'hoi4-arena[cluster]'"
+STATION = "hoi4_station"
+"""The custom resource of a node that can show a game's window (a station): `ray start --resources
+'{"hoi4_station": 1}'`; each unit plays one window game at a time."""
 
 
-def play_remote(run: Run, plan: GamePlan, left: int | None) -> tuple[GameRecord, dict[str, bytes]]:
-    """One game in a Ray task: its record and its session's files (path relative to the session -> bytes),
-    recorded into a temporary folder of this node."""
+def play_remote(run: Run, plan: GamePlan, left: int | None) -> tuple[GameRecord, dict[str, bytes], str]:
+    """One game in a Ray task: its record, its session's files (path relative to the session -> bytes),
+    recorded into a temporary folder of this node, and this node's id."""
+    import ray
+
     with tempfile.TemporaryDirectory(prefix="hoi4-arena-ray-") as tmp, run.workers() as open_worker:
         record = play_planned(run, plan, open_worker, Path(tmp), left)
         folder = Path(tmp) / run.session_id(plan)
@@ -55,7 +69,7 @@ def play_remote(run: Run, plan: GamePlan, left: int | None) -> tuple[GameRecord,
             files = {
                 str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
             }
-    return record, files
+    return record, files, ray.get_runtime_context().get_node_id()
 
 
 def write_session(folder: Path, files: dict[str, bytes]) -> None:
@@ -94,14 +108,21 @@ def _probe(address: str) -> None:
 class RayGames:
     """A run's connection to Ray and the loop that plays its games as tasks (`play`)."""
 
-    def __init__(self, ray: Any, games: int, owned: bool) -> None:
+    def __init__(self, ray: Any, games: int, owned: bool, window: bool = False) -> None:
         self.ray = ray
         self.games = games
         self.owned = owned
+        self.window = window
+        """The games need a screen: each goes to a station."""
+        self.placed: dict[int, str] = {}
+        """Game index -> the id of the node that played it (as `cluster status` shows it)."""
+        self.stopped: str | None = None
+        """Why the run started no more games before its end (no station takes games), or None."""
 
     @classmethod
-    def connect(cls, address: str, games: int = 0) -> RayGames:
-        """Join (or, for `local`, start) the cluster; at most `games` games in flight (0: its CPUs)."""
+    def connect(cls, address: str, games: int = 0, window: bool = False) -> RayGames:
+        """Join (or, for `local`, start) the cluster; at most `games` games in flight (0: its CPUs);
+        `window`: the games need a screen (refused now when no station takes games)."""
         if isinstance(games, bool) or not isinstance(games, int) or games < 0:
             raise UserError(f"--ray-games must be a whole number >= 0, not {games!r}")
         if address not in (LOCAL, AUTO) and not address.startswith("ray://"):
@@ -119,7 +140,56 @@ class RayGames:
                 raise UserError(f"--ray {address}: could not join a Ray cluster ({error})") from None
             owned = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        return cls(ray, games or max(cpus, 1), owned)
+        connected = cls(ray, games or max(cpus, 1), owned, window)
+        if window and not connected.stations():
+            connected.__exit__()  # a Ray started for the run stops again
+            raise UserError(f"--ray {address}: {connected.no_station()}")
+        return connected
+
+    def stations(self) -> dict[str, int]:
+        """The stations that take window games now: node id -> its `hoi4_station` units."""
+        from hoi4_arena.cluster.drain import drained_nodes
+
+        drained = drained_nodes(self.ray)
+        return {
+            node["NodeID"]: int(node["Resources"][STATION])
+            for node in self.ray.nodes()
+            if node.get("Alive")
+            and node.get("Resources", {}).get(STATION, 0) >= 1
+            and node["NodeID"] not in drained
+        }
+
+    def no_station(self) -> str:
+        return (
+            "no station takes window games (--game x11 needs a node started with "
+            "--resources '{\"hoi4_station\": 1}' that is not drained: `hoi4-arena cluster status`)"
+        )
+
+    def placement(self, holding: collections.Counter[str]) -> tuple[str | None, dict[str, Any]] | None:
+        """The station and Ray options of the next game: a window game on a station with a unit free that
+        this run does not hold (`holding`: node id -> its games in flight), None when every such unit is
+        taken; a headless game anywhere but on a drained node. Sets `stopped` when no station takes
+        games."""
+        from hoi4_arena.cluster.drain import drained_nodes
+
+        if not self.window:
+            drained = drained_nodes(self.ray)
+            if not drained:
+                return None, {}
+            return None, {"label_selector": {"ray.io/node-id": f"!in({','.join(sorted(drained))})"}}
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        stations = self.stations()
+        if not stations:
+            self.stopped = self.no_station()
+            return None
+        node, free = max(((n, units - holding[n]) for n, units in stations.items()), key=lambda x: x[1])
+        if free <= 0:
+            return None
+        return node, {
+            "resources": {STATION: 1},
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False),
+        }
 
     def __enter__(self) -> RayGames:
         return self
@@ -143,38 +213,49 @@ class RayGames:
         ray = self.ray
         task = ray.remote(num_cpus=1, max_retries=0)(play_remote)
         run_ref = ray.put(run)  # one copy of the run (its player's weights) for every task
-        flight: collections.deque[tuple[GamePlan, int | None, Any]] = collections.deque()
+        # (plan, budget hint, ref, the station it holds or None, its Ray options)
+        flight: collections.deque[tuple[GamePlan, int | None, Any, str | None, dict]] = collections.deque()
+        holding: collections.Counter[str] = collections.Counter()
         submitting = True
 
         def submit() -> None:
             nonlocal submitting
             while submitting and len(flight) < self.games:
+                placed = self.placement(holding)  # before a game is taken: a full station waits
+                if placed is None:
+                    submitting = self.stopped is None
+                    return
+                node, options = placed
                 index = next(pending, None)
                 left = budget_left()  # of the games finished so far: an upper bound of this game's
                 if index is None or (left is not None and left <= 0) or wall_out():
                     submitting = False
                     return
                 plan = run.plan(index)
-                flight.append((plan, left, task.remote(run_ref, plan, left)))
+                if node is not None:
+                    holding[node] += 1
+                ref = task.options(**options).remote(run_ref, plan, left)
+                flight.append((plan, left, ref, node, options))
 
         try:
             submit()
             while flight:
-                plan, hint, ref = flight.popleft()
+                plan, hint, ref, node, options = flight.popleft()
                 left = budget_left()  # exact now: every earlier game is finished
                 if left is not None and left <= 0:
-                    flight.appendleft((plan, hint, ref))  # cancelled below
+                    flight.appendleft((plan, hint, ref, node, options))  # cancelled below
                     break  # the local loop would not have started this game
                 bar.start_game(plan)
-                record, files = self._result(ref)
+                record, files = self._result(plan, ref)
                 if (
                     left is not None
                     and hint != left
                     and (record.reason.startswith("cut") or record.play_ns >= left)
                 ):
-                    record, files = self._result(
-                        task.remote(run_ref, plan, left)
-                    )  # as the local loop cuts it
+                    # As the local loop cuts it, where it was placed (the station's unit is still held).
+                    record, files = self._result(plan, task.options(**options).remote(run_ref, plan, left))
+                if node is not None:
+                    holding[node] -= 1
                 if record.session is not None:
                     write_session(out / record.session, files)
                 finished(plan, record)
@@ -182,15 +263,19 @@ class RayGames:
         except KeyboardInterrupt:
             return True
         finally:
-            for _, _, ref in flight:
+            for _, _, ref, _, _ in flight:
                 ray.cancel(ref, force=True)
+        if self.stopped:
+            log.warning("--ray: %s; the run stops here (re-run it to resume)", self.stopped)
         return False
 
-    def _result(self, ref: Any) -> tuple[GameRecord, dict[str, bytes]]:
+    def _result(self, plan: GamePlan, ref: Any) -> tuple[GameRecord, dict[str, bytes]]:
         """A task's record and files; a task whose worker died is an invalid game (`ray: ...`)."""
         ray = self.ray
         try:
-            return ray.get(ref)
+            record, files, node = ray.get(ref)
+            self.placed[plan.index] = node[:12]
+            return record, files
         except ray.exceptions.RayTaskError as error:
             if isinstance(error.cause, UserError | KeyboardInterrupt):
                 raise error.cause from None
@@ -204,24 +289,24 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-STATION = "hoi4_station"
-"""The custom resource of a node whose display has a game (a station): `ray start --resources
-'{"hoi4_station": 1}'`."""
-
-
 def cluster_status(address: str) -> dict[str, Any]:
-    """The nodes of the Ray cluster at `address` (auto, local or a head's HOST:PORT): each node's address,
-    whether it is alive, its CPUs and whether it is a station, and how many CPUs are busy now (one a game
-    or rollout worker)."""
+    """The nodes of the Ray cluster at `address` (auto, local or a head's HOST:PORT): each node's id and
+    name (what `cluster drain` takes), address, whether it is alive, its CPUs, whether it is a station
+    and whether it is drained, and how many CPUs are busy now (one a game or rollout worker)."""
+    from hoi4_arena.cluster.drain import drained_nodes
+
     with RayGames.connect(address) as games:
         ray = games.ray
+        drained = drained_nodes(ray)
         nodes = [
             {
                 "node": node["NodeID"][:12],
+                "name": node.get("NodeName"),
                 "address": node.get("NodeManagerAddress"),
                 "alive": bool(node.get("Alive")),
                 "cpus": node.get("Resources", {}).get("CPU", 0),
                 "station": node.get("Resources", {}).get(STATION, 0) > 0,
+                "drained": node["NodeID"] in drained,
             }
             for node in ray.nodes()
         ]
@@ -232,6 +317,16 @@ def cluster_status(address: str) -> dict[str, Any]:
             "nodes": nodes,
             "alive": sum(n["alive"] for n in nodes),
             "stations": sum(n["station"] and n["alive"] for n in nodes),
+            "stations_open": sum(n["station"] and n["alive"] and not n["drained"] for n in nodes),
+            "stations_busy": total.get(STATION, 0) - free.get(STATION, 0),
             "cpus": total.get("CPU", 0),
             "cpus_busy": total.get("CPU", 0) - free.get("CPU", 0),
         }
+
+
+def drain_station(address: str, name: str, undo: bool = False) -> dict[str, Any]:
+    """`cluster drain NAME` (or `undrain`) on the cluster at `address`: see `cluster/drain.py`."""
+    from hoi4_arena.cluster.drain import drain
+
+    with RayGames.connect(address) as games:
+        return {"ray": address, **drain(games.ray, name, undo=undo)}

@@ -97,7 +97,7 @@ class ProbePeerConfig:
             raise UserError(f"--captures must be between 1 and 10000, not {self.captures}")
 
 
-CLUSTER_ACTIONS = ("status",)
+CLUSTER_ACTIONS = ("status", "drain", "undrain")
 
 
 @dataclass
@@ -105,7 +105,12 @@ class ClusterConfig:
     """Settings of `hoi4-arena cluster`."""
 
     action: str
-    """status: the Ray cluster's nodes (alive, CPUs, stations) and its busy CPUs, as JSON."""
+    """status: the Ray cluster's nodes (id, name, alive, CPUs, station, drained) and its busy CPUs, as
+    JSON; drain NAME: that station finishes the games it plays and gets no new ones (hoi4-arena's games:
+    window and headless); undrain NAME: it gets games again."""
+    name: str | None = None
+    """With drain and undrain: the node, by its name or the start of its node id as `cluster status`
+    shows them (`ray start --node-name NAME` names a node)."""
     ray: str = "auto"
     """The cluster: auto (the one this machine is part of), local (one started for the command) or a
     head's HOST:PORT."""
@@ -114,4 +119,10 @@ class ClusterConfig:
         if self.action not in CLUSTER_ACTIONS:
             raise UserError(
                 f"cluster ACTION must be one of {', '.join(CLUSTER_ACTIONS)}, not {self.action!r}"
+            )
+        if self.action == "status" and self.name is not None:
+            raise UserError(f"cluster status takes no NAME, not {self.name!r}")
+        if self.action != "status" and self.name is None:
+            raise UserError(
+                f"cluster {self.action} needs a node's NAME (`hoi4-arena cluster status` lists them)"
             )

@@ -116,7 +116,8 @@ class PlayConfig(Decoding):
     ray: str | None = None
     """Play each game as a Ray task: auto (this machine's cluster), local (a Ray started for the run) or
     a head's HOST:PORT (`--ray` alone: auto); the same rows and sessions as without (needs Ray: the
-    package's cluster extra)."""
+    package's cluster extra). Window games (--game x11) play only on stations: nodes with the
+    hoi4_station resource."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
     progress: bool = True
@@ -138,10 +139,6 @@ class PlayConfig(Decoding):
             raise UserError(f"--side must be one of {', '.join(SIDES)}, not {self.side!r}")
         if self.game not in GAMES:
             raise UserError(f"--game must be one of {', '.join(GAMES)}, not {self.game!r}")
-        if self.ray is not None and self.game != "sim":
-            raise UserError(
-                "--ray plays headless games (--game sim): a window game needs this machine's display"
-            )
         if self.speed not in range(1, 6):
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
         if not 0.0 <= self.ai_strength <= 1.0:
@@ -369,5 +366,6 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         ignored=("checkpoint",) if "sha256" in settings else (),
         ray=config.ray,
         ray_games=config.ray_games,
+        window=config.game != "sim",
     )
     return {"player": policy.name, "mode": config.mode, **summary, "settings": settings}

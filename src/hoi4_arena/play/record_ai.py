@@ -123,7 +123,8 @@ class RecordAIConfig:
     ray: str | None = None
     """Play each game as a Ray task: auto (this machine's cluster), local (a Ray started for the run) or
     a head's HOST:PORT (`--ray` alone: auto); the same rows and sessions as without (needs Ray: the
-    package's cluster extra)."""
+    package's cluster extra). Window games (--game x11) play only on stations: nodes with the
+    hoi4_station resource."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
     progress: bool = True
@@ -139,10 +140,6 @@ class RecordAIConfig:
             raise UserError(
                 "--player ai runs headless only (--game sim): the window harness plays one side against "
                 "the AI"
-            )
-        if self.ray is not None and self.game != "sim":
-            raise UserError(
-                "--ray plays headless games (--game sim): a window game needs this machine's display"
             )
         if self.minutes is None and self.games is None:
             raise UserError("give --minutes (play time to record) or --games (how many), or both")
@@ -441,5 +438,6 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
         progress=config.progress,
         ray=config.ray,
         ray_games=config.ray_games,
+        window=config.game != "sim",
     )
     return {"player": config.player, **summary, "settings": config.settings()}

@@ -254,16 +254,19 @@ def run_games(
     ignored: tuple[str, ...] = (),
     ray: str | None = None,
     ray_games: int = 0,
+    window: bool = False,
 ) -> dict[str, Any]:
     """Play a run's games into `out` (resuming it); the summary: the record, decisions, play minutes,
     this run's speed. `ray`: play them as Ray tasks on that cluster instead (`cluster/ray_games.py`: auto,
     local or an address), at most `ray_games` at a time (0: the cluster's CPUs); the same rows and
-    sessions as the local loop writes."""
+    sessions as the local loop writes; `window`: the games need a screen, so on Ray each goes to a
+    station."""
     cluster = None
     if ray is not None:
         from hoi4_arena.cluster.ray_games import RayGames
 
-        cluster = RayGames.connect(ray, ray_games)  # before OUT is touched: a bad address writes nothing
+        # Before OUT is touched: a bad address, or window games and no station, writes nothing.
+        cluster = RayGames.connect(ray, ray_games, window)
     done = open_run(out, settings_file, settings, command, added=added, ignored=ignored)
     limit = limits.games if limits.games is not None else 10**9
     skipped = sum(1 for i in done if i < limit)
@@ -321,6 +324,7 @@ def run_games(
         "interrupted": interrupted,
         "stopped_by_wall_clock": stopped_by_wall,
         **summarize(rows, seconds, decisions_now, games_now, play_ns_now / 1e9),
+        **({} if cluster is None else {"ray": {"placed": cluster.placed, "stopped": cluster.stopped}}),
     }
 
 
