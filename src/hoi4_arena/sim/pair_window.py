@@ -56,17 +56,11 @@ class PairWindowConfig:
         return self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:{self.seed}"
 
 
-def run_pair_window(config: PairWindowConfig) -> dict:
-    """Open both windows and play until one is closed; how the game stood."""
-    import os
-
-    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-    import pygame
-
-    from hoi4_arena.sim.cursor import cursor_sprite
+def pair_game(config: PairWindowConfig):
+    """The `PairGame` of `config`, both sides played by people (or X11 workers) through windows."""
     from hoi4_arena.sim.pair import PairGame
 
-    pair = PairGame(
+    return PairGame(
         config.arena_spec,
         config.seed,
         size=config.size,
@@ -78,6 +72,33 @@ def run_pair_window(config: PairWindowConfig) -> dict:
         max_days=config.max_days,
         player_kinds={"BLU": "human", "RED": "human"},
     )
+
+
+def pair_report(pair) -> dict:
+    """How the game stood: printed as JSON when the windows close."""
+    return {
+        "arena": pair.arena.preset,
+        "seed": pair.seed,
+        "sides": list(pair.sides),
+        "date": pair.world.date_text(),
+        "at_war": pair.world.at_war,
+        "over": pair.world.over,
+        "winner": pair.world.winner,
+        "log": str(pair.log_path),
+        "screens": {side: pair.state(side)["ui"] for side in pair.sides},
+    }
+
+
+def run_pair_window(config: PairWindowConfig) -> dict:
+    """Open both windows and play until one is closed; how the game stood."""
+    import os
+
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    import pygame
+
+    from hoi4_arena.sim.cursor import cursor_sprite
+
+    pair = pair_game(config)
     h, w = config.size
     try:
         pygame.display.init()
@@ -140,17 +161,7 @@ def run_pair_window(config: PairWindowConfig) -> dict:
                     window.get_surface().blit(scene, (0, 0))
                     window.flip()
                     shown[side] = key
-        return {
-            "arena": pair.arena.preset,
-            "seed": pair.seed,
-            "sides": list(pair.sides),
-            "date": pair.world.date_text(),
-            "at_war": pair.world.at_war,
-            "over": pair.world.over,
-            "winner": pair.world.winner,
-            "log": str(pair.log_path),
-            "screens": {side: pair.state(side)["ui"] for side in pair.sides},
-        }
+        return pair_report(pair)
     finally:
         signal.signal(signal.SIGTERM, previous)
         for window in windows.values():
