@@ -217,11 +217,20 @@ def main(argv: list[str] | None = None) -> int:
         "userdir", nargs="?", type=Path, default=None, help="the ARENA log goes to USERDIR/logs"
     )
     parser.add_argument("--displays", nargs=2, required=True, metavar=("BLU", "RED"), help="two X displays")
+    parser.add_argument("--max-days", type=int, default=365, help="time limit in game days")
+    parser.add_argument(
+        "--kinds", nargs=2, default=("human", "human"), metavar=("BLU", "RED"), help="who plays"
+    )
     args = parser.parse_args(argv)
     try:
         config = PairHostConfig(
             PairWindowConfig(
-                arena=args.arena, seed=args.seed, size=parse_size(args.size), userdir=args.userdir
+                arena=args.arena,
+                seed=args.seed,
+                size=parse_size(args.size),
+                userdir=args.userdir,
+                max_days=args.max_days,
+                kinds=tuple(args.kinds),
             ),
             tuple(args.displays),
         )

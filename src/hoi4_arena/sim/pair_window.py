@@ -50,6 +50,8 @@ class PairWindowConfig:
     """Time limit in game days."""
     title: str = "hoi4-arena pair"
     """The windows' titles before the side (the X11 worker finds each window by its title)."""
+    kinds: tuple[str, str] = ("human", "human")
+    """Who plays BLU and RED (human, scripted or policy), as the ARENA log names them."""
 
     @property
     def arena_spec(self) -> str:
@@ -70,7 +72,7 @@ def pair_game(config: PairWindowConfig):
         start_paused=config.paused,
         speed=config.speed,
         max_days=config.max_days,
-        player_kinds={"BLU": "human", "RED": "human"},
+        player_kinds=dict(zip(("BLU", "RED"), config.kinds, strict=True)),
     )
 
 
