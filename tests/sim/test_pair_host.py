@@ -149,3 +149,41 @@ def test_two_displays_each_window_driven_by_its_own_worker(tmp_path: Path) -> No
     assert blu["camera"] == camera  # the drag did not pan BLU's map
     assert red["camera"]["cx"] > camera["cx"] and red["camera"]["cy"] > camera["cy"]  # dragged left and up
     assert blu["ignored"] == red["ignored"] == 0
+
+
+def _host(tmp_path: Path, displays: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hoi4_arena.sim.pair_host", "plains:1", "2", "640x360", str(tmp_path)]
+        + ["--displays", *displays],
+        env={**os.environ, "SDL_AUDIODRIVER": "dummy"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_sigterm_to_the_world_ends_both_windows_and_prints_the_state(tmp_path: Path) -> None:
+    with Xvfb() as blu_x, Xvfb() as red_x:
+        process = _host(tmp_path, [blu_x.display, red_x.display])
+        log = tmp_path / "logs" / "game.log"
+        workers = {
+            s: _worker(d.display, f"hoi4-arena pair {s}", log, process)
+            for s, d in (("BLU", blu_x), ("RED", red_x))
+        }
+        pids = [worker.window.pid for worker in workers.values()]
+        for worker in workers.values():
+            worker.close()
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err.decode()[-2000:]
+    assert json.loads(out)["ended"] == "stopped (SIGTERM)"
+    for pid in pids:  # the world waited for its windows
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_a_window_without_its_display_is_an_error_naming_it(tmp_path: Path) -> None:
+    process = _host(tmp_path, [":4241", ":4242"])
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and out == b""
+    assert b"window on :424" in err and b"before both windows opened" in err

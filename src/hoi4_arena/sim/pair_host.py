@@ -78,7 +78,8 @@ class _View:
 def _start_view(display: str, size: tuple[int, int], title: str) -> _View:
     ours, theirs = socket.socketpair()
     h, w = size
-    env = {**os.environ, "DISPLAY": display}
+    # X11 only: without it SDL falls back to another driver (Wayland, offscreen) when the display is gone.
+    env = {**os.environ, "DISPLAY": display, "SDL_VIDEODRIVER": "x11"}
     env.setdefault("SDL_AUDIODRIVER", "dummy")
     try:
         process = subprocess.Popen(
@@ -111,6 +112,7 @@ def _stop_view(view: _View) -> None:
 
 def run_pair_host(config: PairHostConfig) -> dict:
     """Open both windows, each on its display, and play until one ends; how the game stood."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # stdout is the report's
     import pygame
 
     pair = pair_game(config.game)
