@@ -55,6 +55,34 @@ def test_two_random_players_play_one_gated_game_through_two_windows(tmp_path: Pa
         assert status["held"] == [] and not status["stopped"]  # nothing left held, no emergency stop
 
 
+@pytest.mark.x11
+def test_a_player_that_raises_disconnects_the_other_window(tmp_path: Path, monkeypatch) -> None:
+    from hoi4_arena.play import pair
+    from hoi4_arena.screen.game import TokenPlayer
+
+    real = pair._Players.make
+
+    def make(self, i, side, plan, worker):
+        player = real(self, i, side, plan, worker)
+        if side != "RED":
+            return player
+
+        class Broken(TokenPlayer):
+            def decide(self, capture):
+                raise RuntimeError("the policy process died")
+
+        return Broken(player.policy, seed=plan.seed, side=side, speed=5)
+
+    monkeypatch.setattr(pair._Players, "make", make)
+    config = pair_config(tmp_path, max_days=60, record=False)
+    summary = run_collect_pair(CollectPairConfig(config, tmp_path / "o", progress=False, game="x11"))
+    assert summary["invalid"] == {"player": 1} and not summary["failed_outside_players"]
+    manifest = json.loads((tmp_path / "o" / "g0000" / "manifest.json").read_text())
+    blu = manifest["sides"]["BLU"]
+    assert blu["reason"].startswith("worker: disconnect") and "RED left the game" in blu["reason"]
+    assert blu["days"] < 60  # BLU stopped with RED, not at the time limit
+
+
 def test_the_games_ai_has_no_window(tmp_path: Path) -> None:
     players = [{"player": "random", "side": "BLU"}, {"player": "ai", "side": "RED"}]
     with pytest.raises(UserError, match="has no window"):

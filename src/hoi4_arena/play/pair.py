@@ -735,7 +735,9 @@ def _opponent(identities: list[dict[str, Any]], plan: PairPlan, side: str) -> di
 def _write_worker_log(path: Path, worker: Any) -> None:
     with path.open("w") as handle:
         if not hasattr(worker, "fed_log"):  # an X11 worker (--game x11): what it sent is in the session
-            handle.write(json.dumps({"status": worker.status(), "telemetry": worker.telemetry()}, default=str) + "\n")
+            handle.write(
+                json.dumps({"status": worker.status(), "telemetry": worker.telemetry()}, default=str) + "\n"
+            )
             return
         for fed in worker.fed_log:
             handle.write(json.dumps(fed._asdict()) + "\n")

@@ -37,7 +37,7 @@ from pathlib import Path
 from hoi4_arena.maps.model import TAGS
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.pair_worker import NORMAL
-from hoi4_arena.screen.window_games import WINDOW_TIMEOUT_S, _stop, _tail
+from hoi4_arena.screen.window_games import WINDOW_TIMEOUT_S, stop_window, tail_text
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.xvfb import Xvfb
 
@@ -72,7 +72,8 @@ class WindowPair:
             raise WorkerError("disconnect", "; ".join(f"{s} left the game: {why}" for s, why in lost.items()))
         if self.process.poll() is not None:
             raise WorkerError(
-                "disconnect", f"the pair's world exited ({self.process.returncode}): {_tail(self.host_log)}"
+                "disconnect",
+                f"the pair's world exited ({self.process.returncode}): {tail_text(self.host_log)}",
             )
 
 
@@ -165,36 +166,45 @@ class PairWindows:
             finally:
                 for worker in pair.workers.values():
                     worker.close()
-                _stop(process)
+                stop_window(process)
 
     def _attach(self, pair: WindowPair, side: str, display: str, layout: ViewLayout, log: Path):
-        """The side's worker once its window is up (SDL may replace a window while it starts: again then)."""
+        """The side's worker once its window is up and shows the world's first frame (black before)."""
         deadline = time.monotonic() + WINDOW_TIMEOUT_S
-        while True:
-            worker = None
-            try:
-                worker = _side_worker(pair, side, display, layout, log)
-                size = tuple(worker.capture(CaptureRequest(views=False)).size)
-            except WorkerError as error:
-                if worker is not None:
-                    worker.close()
+        worker, why = None, "no window yet"
+        try:
+            while True:
                 if pair.process.poll() is not None:
                     raise WorkerError(
                         "window",
-                        f"the pair's world exited ({pair.process.returncode}): {_tail(pair.host_log)}",
-                    ) from None
+                        f"the pair's world exited ({pair.process.returncode}): {tail_text(pair.host_log)}",
+                    )
                 if time.monotonic() > deadline:
                     raise WorkerError(
-                        "window", f"{side}'s window did not appear within {WINDOW_TIMEOUT_S:g} s: {error}"
-                    ) from None
+                        "window", f"{side}'s window did not come within {WINDOW_TIMEOUT_S:g} s: {why}"
+                    )
+                try:
+                    worker = worker or _side_worker(pair, side, display, layout, log)
+                    capture = worker.capture(CaptureRequest(views=False, full=True))
+                except WorkerError as error:  # not there yet, or gone while we attached: again
+                    if worker is not None:
+                        worker.close()
+                    worker, why = None, str(error)
+                    time.sleep(0.1)
+                    continue
+                if tuple(capture.size) != self.size:
+                    h, w = capture.size
+                    raise WorkerError(
+                        "window", f"{side}'s window is {w}x{h}, not {self.size[1]}x{self.size[0]}"
+                    )
+                if capture.frame.any():
+                    return worker
+                why = "it showed no frame"
                 time.sleep(0.1)
-                continue
-            if size != self.size:
+        except BaseException:
+            if worker is not None:
                 worker.close()
-                raise WorkerError(
-                    "window", f"{side}'s window is {size[1]}x{size[0]}, not {self.size[1]}x{self.size[0]}"
-                )
-            return worker
+            raise
 
     def _focus(self, pair: WindowPair, side: str) -> None:
         from Xlib import X

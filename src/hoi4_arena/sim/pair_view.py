@@ -37,7 +37,11 @@ def run_view(fd: int, title: str, size: tuple[int, int]) -> int:
     h, w = size
     try:
         pygame.display.init()
-        window = pygame.Window(title, (w, h), position=(0, 0))
+        # SDL replaces a window at its first get_surface: do that while it is hidden, so an X11 worker
+        # looking for a viewable window by title only ever finds the one that stays.
+        window = pygame.Window(title, (w, h), position=(0, 0), hidden=True)
+        window.get_surface()
+        window.show()
     except pygame.error as error:
         print(
             f"error: cannot open a window ({error}); is DISPLAY set to a running X server?", file=sys.stderr
