@@ -6,7 +6,9 @@ from (`event.window`) as the same `SimEvent`s the one-player window makes, and t
 the wall-clock time that passed, once for both windows, after every input that arrived for either has
 gone in (the cadence barrier of one process). Each window shows its side's `PairGame.scene` whenever
 it changed; the cursor is the simulator's sprite. A person can play each window, or an X11 worker can
-drive each one by its title (the game.log at <userdir>/logs/game.log, where the X11 worker reads it).
+drive one by its title (the game.log at <userdir>/logs/game.log, where the X11 worker reads it). Two X11
+workers cannot drive both at once: XTest input goes to the display's one keyboard focus, which each
+would take from the other; `pair_host.py` puts each side's window on its own display for that.
 
 The close button of either window or SIGTERM ends it; it prints the game's state as JSON. Without a
 display it says so (exit 2).
