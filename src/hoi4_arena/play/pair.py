@@ -490,12 +490,29 @@ def _stored(out: Path, settings: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = None) -> dict[str, Any]:
     """Play the pair's games into OUT (resuming it); the summary the command prints."""
+    config = config or PairConfig.load(options.config)
+    if options.game == "sim":
+        return _collect_pair(options, config, None)
+    ai = [p.label for p in config.players if p.kind == "ai"]
+    if ai:
+        raise UserError(
+            f"--game x11 plays both sides through windows; {', '.join(ai)} is the game's AI, which has no "
+            "window (play it with --game sim)"
+        )
+    from hoi4_arena.screen.pair_windows import PairWindows
+
+    with PairWindows(config.size) as windows:
+        return _collect_pair(options, config, windows)
+
+
+def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) -> dict[str, Any]:
+    """run_collect_pair's games: in one headless `PairHub` each (`windows` None), or through `windows`
+    (a `screen.pair_windows.PairWindows`: each side's window on its own Xvfb, its own X11 worker)."""
     from hoi4_arena.screen.pair_worker import PairHub
     from hoi4_arena.sessions.lock import remove_unfinished
     from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
     from hoi4_arena.sim.ui_layout import Layout
 
-    config = config or PairConfig.load(options.config)
     out = options.out
     settings = config.to_dict()
     stored = _stored(out, settings)
@@ -542,19 +559,34 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
         }
         layouts = {s: players.layout(plan.sides[s]) for s in screen_sides}
         left = None if budget_ns is None else budget_ns - spent_ns
+        game_stack = contextlib.ExitStack()
         try:
-            hub = PairHub(
-                plan.spec,
-                plan.seed,
-                size=config.size,
-                layout=layouts,
-                sides=tuple(screen_sides),
-                ai=ai,
-                max_days=config.max_days,
-                player_kinds=kinds,
-                barrier_timeout_s=options.barrier_timeout_s,
-            )
+            if windows is None:
+                hub = PairHub(
+                    plan.spec,
+                    plan.seed,
+                    size=config.size,
+                    layout=layouts,
+                    sides=tuple(screen_sides),
+                    ai=ai,
+                    max_days=config.max_days,
+                    player_kinds=kinds,
+                    barrier_timeout_s=options.barrier_timeout_s,
+                )
+                game_stack.callback(hub.close)
+            else:
+                hub = game_stack.enter_context(
+                    windows.open(
+                        arena=plan.spec,
+                        seed=plan.seed,
+                        layouts=layouts,
+                        max_days=config.max_days,
+                        kinds=kinds,
+                        barrier_timeout_s=options.barrier_timeout_s,
+                    )
+                )
         except WorkerError as error:
+            game_stack.close()
             raise UserError(f"game {index}: the pair's world could not be opened: {error}") from None
         try:
             timed, settings_of, recorders, session_ids, probes = {}, {}, {}, {}, {}
@@ -582,7 +614,7 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
                             game="sim",
                             side=side,
                             after_winner_s=0.0,
-                            realtime=False,
+                            realtime=windows is not None,
                             extra={
                                 "pair": {
                                     "pair_id": config.pair_id,
@@ -629,7 +661,7 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
             manifest = _manifest(config, plan, identities, sides, gates, valid, reason, timed)
             (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
         finally:
-            hub.close()
+            game_stack.close()
         game_rows = _rows(config, plan, identities, sides, valid, reason, timed, folder.name)
         for row in game_rows:
             append_result(results, row)
@@ -702,6 +734,11 @@ def _opponent(identities: list[dict[str, Any]], plan: PairPlan, side: str) -> di
 
 def _write_worker_log(path: Path, worker: Any) -> None:
     with path.open("w") as handle:
+        if not hasattr(worker, "fed_log"):  # an X11 worker (--game x11): what it sent is in the session
+            handle.write(
+                json.dumps({"status": worker.status(), "telemetry": worker.telemetry()}, default=str) + "\n"
+            )
+            return
         for fed in worker.fed_log:
             handle.write(json.dumps(fed._asdict()) + "\n")
         handle.write(

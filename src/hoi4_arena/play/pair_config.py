@@ -249,9 +249,14 @@ class CollectPairConfig:
     """Start no game after this many wall-clock minutes (0: no limit): a guard, not part of a recipe."""
     progress: bool = True
     """A line per game on stderr."""
+    game: str = "sim"
+    """sim: one headless world on a virtual clock; x11: real windows, each side's on its own private Xvfb, each
+    driven by its own X11 worker, on the wall clock (both players must play through a screen)."""
 
     def __post_init__(self) -> None:
         self.config, self.out = Path(self.config), Path(self.out)
+        if self.game not in ("sim", "x11"):
+            raise UserError(f"--game must be sim or x11, not {self.game!r}")
         _whole(self.threads, "--threads", 0)
         if not self.barrier_timeout_s > 0:
             raise UserError(f"--barrier-timeout-s must be > 0, not {self.barrier_timeout_s!r}")

@@ -106,7 +106,7 @@ class WindowGames:
             finally:
                 if worker is not None:
                     worker.close()
-                _stop(process)
+                stop_window(process)
 
     def _worker(
         self, factory, process: subprocess.Popen, layout: ViewLayout, userdir: Path, window_log: Path
@@ -124,7 +124,8 @@ class WindowGames:
             except WorkerError:
                 if process.poll() is not None:
                     raise WorkerError(
-                        "window", f"the simulator's window exited ({process.returncode}): {_tail(window_log)}"
+                        "window",
+                        f"the simulator's window exited ({process.returncode}): {tail_text(window_log)}",
                     ) from None
                 if time.monotonic() > deadline:
                     raise WorkerError(
@@ -147,13 +148,13 @@ class WindowGames:
         deadline = time.monotonic() + WINDOW_TIMEOUT_S
         while not worker.focus():
             if process.poll() is not None:
-                raise WorkerError("window", f"the simulator's window exited: {_tail(window_log)}")
+                raise WorkerError("window", f"the simulator's window exited: {tail_text(window_log)}")
             if time.monotonic() > deadline:
                 raise WorkerError("window", "the simulator's window never got the keyboard focus")
             time.sleep(0.02)
 
 
-def _stop(process: subprocess.Popen) -> None:
+def stop_window(process: subprocess.Popen) -> None:
     """End the window by its PID: SIGTERM (it closes cleanly), then SIGKILL."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
@@ -164,7 +165,7 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait(timeout=5)
 
 
-def _tail(path: Path, lines: int = 5) -> str:
+def tail_text(path: Path, lines: int = 5) -> str:
     try:
         text = path.read_text(errors="replace").strip().splitlines()
     except OSError:

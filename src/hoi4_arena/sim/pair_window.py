@@ -6,7 +6,9 @@ from (`event.window`) as the same `SimEvent`s the one-player window makes, and t
 the wall-clock time that passed, once for both windows, after every input that arrived for either has
 gone in (the cadence barrier of one process). Each window shows its side's `PairGame.scene` whenever
 it changed; the cursor is the simulator's sprite. A person can play each window, or an X11 worker can
-drive each one by its title (the game.log at <userdir>/logs/game.log, where the X11 worker reads it).
+drive one by its title (the game.log at <userdir>/logs/game.log, where the X11 worker reads it). Two X11
+workers cannot drive both at once: XTest input goes to the display's one keyboard focus, which each
+would take from the other; `pair_host.py` puts each side's window on its own display for that.
 
 The close button of either window or SIGTERM ends it; it prints the game's state as JSON. Without a
 display it says so (exit 2).
@@ -50,10 +52,45 @@ class PairWindowConfig:
     """Time limit in game days."""
     title: str = "hoi4-arena pair"
     """The windows' titles before the side (the X11 worker finds each window by its title)."""
+    kinds: tuple[str, str] = ("human", "human")
+    """Who plays BLU and RED (human, scripted or policy), as the ARENA log names them."""
 
     @property
     def arena_spec(self) -> str:
         return self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:{self.seed}"
+
+
+def pair_game(config: PairWindowConfig):
+    """The `PairGame` of `config`, both sides played by people (or X11 workers) through windows."""
+    from hoi4_arena.sim.pair import PairGame
+
+    return PairGame(
+        config.arena_spec,
+        config.seed,
+        size=config.size,
+        declarer=config.declarer,
+        news=config.news,
+        userdir=config.userdir,
+        start_paused=config.paused,
+        speed=config.speed,
+        max_days=config.max_days,
+        player_kinds=dict(zip(("BLU", "RED"), config.kinds, strict=True)),
+    )
+
+
+def pair_report(pair) -> dict:
+    """How the game stood: printed as JSON when the windows close."""
+    return {
+        "arena": pair.arena.preset,
+        "seed": pair.seed,
+        "sides": list(pair.sides),
+        "date": pair.world.date_text(),
+        "at_war": pair.world.at_war,
+        "over": pair.world.over,
+        "winner": pair.world.winner,
+        "log": str(pair.log_path),
+        "screens": {side: pair.state(side)["ui"] for side in pair.sides},
+    }
 
 
 def run_pair_window(config: PairWindowConfig) -> dict:
@@ -64,20 +101,8 @@ def run_pair_window(config: PairWindowConfig) -> dict:
     import pygame
 
     from hoi4_arena.sim.cursor import cursor_sprite
-    from hoi4_arena.sim.pair import PairGame
 
-    pair = PairGame(
-        config.arena_spec,
-        config.seed,
-        size=config.size,
-        declarer=config.declarer,
-        news=config.news,
-        userdir=config.userdir,
-        start_paused=config.paused,
-        speed=config.speed,
-        max_days=config.max_days,
-        player_kinds={"BLU": "human", "RED": "human"},
-    )
+    pair = pair_game(config)
     h, w = config.size
     try:
         pygame.display.init()
@@ -140,17 +165,7 @@ def run_pair_window(config: PairWindowConfig) -> dict:
                     window.get_surface().blit(scene, (0, 0))
                     window.flip()
                     shown[side] = key
-        return {
-            "arena": pair.arena.preset,
-            "seed": pair.seed,
-            "sides": list(pair.sides),
-            "date": pair.world.date_text(),
-            "at_war": pair.world.at_war,
-            "over": pair.world.over,
-            "winner": pair.world.winner,
-            "log": str(pair.log_path),
-            "screens": {side: pair.state(side)["ui"] for side in pair.sides},
-        }
+        return pair_report(pair)
     finally:
         signal.signal(signal.SIGTERM, previous)
         for window in windows.values():
