@@ -51,10 +51,12 @@ from hoi4_arena.play.runner import (
     GAMES,
     GamePlan,
     RunLimits,
+    check_peer_options,
     check_size,
     decisions_per_day,
     game_workers,
     map_list,
+    open_station,
     run_games,
     side_swapped,
     slug,
@@ -120,6 +122,11 @@ class PlayConfig(Decoding):
     hoi4_station resource."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
+    peer: str | None = None
+    """Play each game on this station (a name in the peers file; `serve-worker --game sim` there),
+    which starts it with new_game; the same rows and sessions as without. Presets only, not --ray."""
+    peers: Path | None = None
+    """Peers file for --peer (default: $HOI4_ARENA_PEERS, else ~/.config/hoi4-arena/peers.json)."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -156,6 +163,7 @@ class PlayConfig(Decoding):
             raise UserError(f"{self.out} exists and is not a folder")
         self.maps = map_list(self.arena, bare_seed=0)  # unknown presets and bad folders fail now
         self.map_names = map_list(self.arena, bare_seed=None)
+        check_peer_options(self.peer, self.ray, self.game, self.maps)
 
     @property
     def mode(self) -> str:
@@ -253,9 +261,15 @@ class _PlayRun:
     """play-policy's games for the runner: the plan of seeds and sides, the token player, the rows."""
 
     def __init__(
-        self, config: PlayConfig, policy: TokenPolicy, identity: dict[str, Any], run_id: str
+        self,
+        config: PlayConfig,
+        policy: TokenPolicy,
+        identity: dict[str, Any],
+        run_id: str,
+        station: Any = None,
     ) -> None:
         self.config = config
+        self.station = station
         self.policy = policy
         self.identity = identity
         self.run_id = run_id
@@ -276,6 +290,7 @@ class _PlayRun:
             self.policy.layout or "cpu",
             max_days=config.max_days,
             ai_strength=config.ai_strength,
+            station=self.station,
         )
 
     def player(self, plan: GamePlan, worker: Worker) -> TokenPlayer:
@@ -354,18 +369,19 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         wall_s=config.wall_minutes * 60,
     )
     # The checkpoint is known by its bytes (sha256): the same file by another path is the same run.
-    summary = run_games(
-        _PlayRun(config, policy, identity, run_id),
-        config.out,
-        settings_file=SETTINGS,
-        settings=settings,
-        command="play-policy",
-        limits=limits,
-        progress=config.progress,
-        added=ADDED_SETTINGS,
-        ignored=("checkpoint",) if "sha256" in settings else (),
-        ray=config.ray,
-        ray_games=config.ray_games,
-        window=config.game != "sim",
-    )
+    with open_station(config.peer, config.peers) as station:  # before OUT is touched
+        summary = run_games(
+            _PlayRun(config, policy, identity, run_id, station),
+            config.out,
+            settings_file=SETTINGS,
+            settings=settings,
+            command="play-policy",
+            limits=limits,
+            progress=config.progress,
+            added=ADDED_SETTINGS,
+            ignored=("checkpoint",) if "sha256" in settings else (),
+            ray=config.ray,
+            ray_games=config.ray_games,
+            window=config.game != "sim",
+        )
     return {"player": policy.name, "mode": config.mode, **summary, "settings": settings}
