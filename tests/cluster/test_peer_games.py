@@ -27,6 +27,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
 from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.worker import WorkerError
 
 CLI = [sys.executable, "-m", "hoi4_arena.cli"]
@@ -109,15 +110,19 @@ def test_new_game_opens_the_game_asked_for_and_says_what_it_serves(tmp_path: Pat
             client.new_game({"arena": "plains", "seed": 1, "player": "GRN"})
         assert refused.value.code == "bad_game"
         assert client.status()["served"]["seed"] == 4 and client.capture().size == (180, 320)
+        # A layout no name stands for (a checkpoint's own) travels whole.
+        tiny = ViewLayout(name="tiny", global_size=(64, 112), quadrant_size=(64, 112), fovea=32)
+        answer = client.new_game({"arena": "plains", "seed": 5, "size": [320, 180], "layout": tiny.to_dict()})
+        assert answer["layout"] == tiny.version and client.capture().views["fovea"].shape == (32, 32, 3)
         watcher = _client(tmp_path, observer=True)
         try:
-            assert watcher.status()["served"]["seed"] == 4
             with pytest.raises(WorkerError) as refused:
                 watcher.new_game({"arena": "plains", "seed": 9})
             assert refused.value.code == "observer"
+            assert watcher.status()["served"]["seed"] == 5
         finally:
             watcher.close()
-        assert client.status()["served"]["games"] == 2
+        assert client.status()["served"]["games"] == 3
     finally:
         client.close()
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from hoi4_arena.cluster.station import CommandPeerClient, open_peer
 from hoi4_arena.errors import UserError
+from hoi4_arena.screen.layout import LAYOUTS, ViewLayout
 from hoi4_arena.screen.worker import Worker, WorkerError
 
 
@@ -107,7 +108,7 @@ class PeerGames:
     def workers(
         self,
         size: tuple[int, int],
-        layout: str,
+        layout: ViewLayout,
         *,
         max_days: int,
         ai_of: Callable[[str], dict[str, float]],
@@ -115,13 +116,16 @@ class PeerGames:
     ) -> Iterator[Callable[[Any], AbstractContextManager[Worker]]]:
         """`runner.game_workers`'s factory on the station: `open(plan)` starts the plan's game there."""
         height, width = size
+        # A registered layout by its name; any other (a checkpoint's own) in full.
+        named = layout.name in LAYOUTS and LAYOUTS[layout.name] == layout
+        layout_setting = layout.name if named else layout.to_dict()
 
         def open_game(plan: Any) -> AbstractContextManager[Worker]:
             asked = {
                 "arena": plan.spec,
                 "seed": plan.seed,
                 "size": [width, height],
-                "layout": layout,
+                "layout": layout_setting,
                 "player": plan.side,
                 "ai": ai_of(plan.side),
                 "max_days": max_days,

@@ -75,7 +75,7 @@ SIM_DEFAULTS: dict[str, Any] = {
     "player_kind": None,
 }
 """`new_game`'s settings besides the required arena and seed, with their defaults (size is [w, h];
-ai None: the other side's AI at 0.5)."""
+layout a registered layout's name or a ViewLayout's `to_dict`; ai None: the other side's AI at 0.5)."""
 
 
 def sim_settings(params: dict) -> dict[str, Any]:
@@ -95,6 +95,8 @@ def sim_settings(params: dict) -> dict[str, Any]:
         raise WorkerError("bad_request", f"new_game needs 'seed', a whole number, not {seed!r}")
     if not (isinstance(size, list) and len(size) == 2 and all(type(v) is int for v in size)):
         raise WorkerError("bad_request", f"new_game's 'size' is [width, height], not {size!r}")
+    if not isinstance(settings["layout"], str | dict):
+        raise WorkerError("bad_request", "new_game's 'layout' is a layout's name or its JSON form (to_dict)")
     if settings["ai"] is None:
         player = settings["player"]
         settings["ai"] = {other_tag(player): 0.5} if player in TAGS else {}
@@ -114,12 +116,13 @@ class SimGames:
         from hoi4_arena.screen.sim_worker import SimWorker
 
         width, height = settings["size"]
+        layout = settings["layout"]
         try:
             return SimWorker(
                 settings["arena"],
                 settings["seed"],
                 size=(height, width),
-                layout=ViewLayout.named(settings["layout"]),
+                layout=ViewLayout.from_dict(layout) if isinstance(layout, dict) else ViewLayout.named(layout),
                 player=settings["player"],
                 ai=settings["ai"],
                 max_days=settings["max_days"],

@@ -2,7 +2,8 @@
 
 Each game:
 
-1. a worker on a new game: the headless simulator (`--game sim`, virtual clock) or the simulator's
+1. a worker on a new game: the headless simulator (`--game sim`, virtual clock; with `--peer NAME` a
+   station's, started there with the protocol's new_game: cluster/peer_games.py) or the simulator's
    window under a private Xvfb (`--game x11`, wall clock), capturing in the checkpoint's view layout
    (a checkpoint whose layout the worker cannot provide is refused before any game);
 2. the match harness (`screen.match.start_match`): the console's fair coin, seeded by the game seed,

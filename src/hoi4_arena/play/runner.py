@@ -119,7 +119,7 @@ def game_workers(
 
     if station is not None:
         with station.workers(
-            size, layout.name, max_days=max_days, ai_of=ai_of, player_kind=player_kind
+            size, layout, max_days=max_days, ai_of=ai_of, player_kind=player_kind
         ) as open_game:
             yield open_game
         return
