@@ -21,6 +21,7 @@ import av
 import numpy as np
 import pytest
 
+from hoi4_arena.cluster.peer_games import check_peer_maps
 from hoi4_arena.cluster.peers import PEERS_ENV, load_bundle, make_bundle, read_peers
 from hoi4_arena.cluster.station import PeerClient, SimGames, Station, connect, sim_settings
 from hoi4_arena.errors import UserError
@@ -214,6 +215,9 @@ def test_what_peer_refuses_is_one_line_and_nothing_written(tmp_path: Path) -> No
         RecordAIConfig(out=tmp_path / "a", games=1, peer="st", ray="local")
     with pytest.raises(UserError, match="--game sim"):
         PlayConfig(out=tmp_path / "a", peer="st", game="x11", **play)
+    check_peer_maps(["plains:3", "river"])
+    with pytest.raises(UserError, match="not the map folder 'maps/mine'"):
+        check_peer_maps(["plains:3", "maps/mine"])
     with pytest.raises(UserError, match="no peer 'nobody'"):
         run_play_policy(PlayConfig(out=tmp_path / "a", peer="nobody", peers=tmp_path / "none.json", **play))
     assert not (tmp_path / "a").exists()

@@ -39,17 +39,16 @@ def check_peer_maps(specs: list[str]) -> None:
             )
 
 
-def check_served(name: str, asked: dict[str, Any], answer: dict[str, Any]) -> None:
-    """UserError unless the station's answer to new_game (`served`, and its worker's own attach) is the
-    game asked for."""
+def check_served(name: str, asked: dict[str, Any], answer: dict[str, Any], layout_version: str) -> None:
+    """UserError unless the station's answer to new_game (`served`, and its worker's own attach: seed,
+    side, size, the views' layout) is the game asked for."""
     served = answer.get("served") or {}
     wrong = [
         f"{key} {served.get(key)!r} (asked {value!r})"
         for key, value in asked.items()
         if served.get(key) != value
     ]
-    width, height = asked["size"]
-    seen = {"seed": asked["seed"], "player": asked["player"], "size": [width, height]}
+    seen = {"seed": asked["seed"], "player": asked["player"], "size": asked["size"], "layout": layout_version}
     wrong += [
         f"its worker's {key} {answer.get(key)!r} (asked {v!r})"
         for key, v in seen.items()
@@ -137,7 +136,7 @@ class PeerGames:
                 raise UserError(
                     f"station {self.name} did not start game {plan.index}: {error.code}: {error.message}"
                 ) from None
-            check_served(self.name, asked, answer)
+            check_served(self.name, asked, answer, layout.version)
             self.games += 1
             return _StationGame(self.client)
 

@@ -107,9 +107,8 @@ def sim_settings(params: dict) -> dict[str, Any]:
 
 class SimGames:
     """The game maker of a `--game sim` station: `open(settings)` is a new, paused simulator game's
-    worker. Map folders are the station's own paths: a client names presets."""
-
-    restartable = True
+    worker (a UserError for settings the simulator refuses). Map folders are the station's own
+    paths: a client names presets."""
 
     def open(self, settings: dict[str, Any]) -> Worker:
         from hoi4_arena.screen.layout import ViewLayout
@@ -117,19 +116,16 @@ class SimGames:
 
         width, height = settings["size"]
         layout = settings["layout"]
-        try:
-            return SimWorker(
-                settings["arena"],
-                settings["seed"],
-                size=(height, width),
-                layout=ViewLayout.from_dict(layout) if isinstance(layout, dict) else ViewLayout.named(layout),
-                player=settings["player"],
-                ai=settings["ai"],
-                max_days=settings["max_days"],
-                player_kind=settings["player_kind"],
-            )
-        except UserError as error:
-            raise WorkerError("bad_game", f"new_game: {error}") from None
+        return SimWorker(
+            settings["arena"],
+            settings["seed"],
+            size=(height, width),
+            layout=ViewLayout.from_dict(layout) if isinstance(layout, dict) else ViewLayout.named(layout),
+            player=settings["player"],
+            ai=settings["ai"],
+            max_days=settings["max_days"],
+            player_kind=settings["player_kind"],
+        )
 
 
 class LockedWorker(Worker):
@@ -178,7 +174,10 @@ class LockedWorker(Worker):
         with self._lock:
             old = self.worker
             old.release()
-            self.worker = self.open_game(settings)
+            try:
+                self.worker = self.open_game(settings)
+            except UserError as error:
+                raise WorkerError("bad_game", f"new_game: {error}") from None
             try:
                 old.close()
             except Exception:
@@ -534,10 +533,7 @@ def run_serve_worker(config: ServeWorkerConfig) -> dict:
         sim = config.sim
         served = {"game": "sim", **sim_settings({**sim, "size": sim["size"][::-1], "layout": config.layout})}
         open_game = SimGames().open
-        try:
-            worker = open_game(served)
-        except WorkerError as error:
-            raise UserError(error.message) from None
+        worker = open_game(served)
     else:
         worker = open_worker(
             config.game,
