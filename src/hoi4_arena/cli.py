@@ -291,7 +291,8 @@ from hoi4_arena.cluster.station_config import (  # noqa: E402
 @app.command("serve-worker", rich_help_panel="Screen and workers")
 @from_config(ServeWorkerConfig, options=_WORKER_OPTIONS)
 def serve_worker_command(config: ServeWorkerConfig) -> None:
-    """Serve the game's worker over TLS 1.3 (pinned certificate, token) until Ctrl+C."""
+    """Serve the game's worker over TLS 1.3 (pinned certificate, token) until Ctrl+C; a --game sim
+    station also starts the games its driver asks for (new_game: play-policy/record-ai --peer)."""
     from hoi4_arena.cluster.station import run_serve_worker
     from hoi4_arena.terminal import print_json
 

@@ -19,6 +19,12 @@ The framing is the worker protocol's (screen/protocol.py); what the network adds
 
 Calls from the connections' threads reach the worker one at a time (`LockedWorker`).
 
+A `--game sim` station starts games: the full connection's `new_game` (the settings of a simulator
+game: arena, seed, size, layout, player, ai, max_days, player_kind; `SimGames`) releases what the game
+holds, opens the new game, closes the old one and answers what it serves now; `attach` and `status`
+report it as `served`, so a client can check that it plays the game it planned (`cluster/peer_games.py`).
+A station on an X11 window (HOI4's) cannot start a game: it refuses with `cannot_restart`.
+
 Try: hoi4-arena bundle-peer local /tmp/local-station --peers /tmp/peers.json
      hoi4-arena serve-worker --game sim --bundle /tmp/local-station --listen 127.0.0.1:7821 &
      HOI4_ARENA_PEERS=/tmp/peers.json hoi4-arena probe-peer local
@@ -35,6 +41,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +64,87 @@ from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerErro
 log = logging.getLogger(__name__)
 
 
+# --- the games a station serves ----------------------------------------------------------------------
+
+SIM_DEFAULTS: dict[str, Any] = {
+    "size": [960, 540],
+    "layout": "full",
+    "player": "BLU",
+    "ai": None,
+    "max_days": None,
+    "player_kind": None,
+}
+"""`new_game`'s settings besides the required arena and seed, with their defaults (size is [w, h];
+layout a registered layout's name or a ViewLayout's `to_dict`; ai None: the other side's AI at 0.5)."""
+
+
+def sim_settings(params: dict) -> dict[str, Any]:
+    """`new_game`'s parameters as the settings of a simulator game (defaults filled in, the ai spelt
+    out); a WorkerError (`bad_request`) for an unknown or ill-typed one. The values themselves are the
+    simulator's to check."""
+    from hoi4_arena.maps.model import TAGS, other_tag
+
+    unknown = sorted(set(params) - {"arena", "seed", *SIM_DEFAULTS})
+    if unknown:
+        raise WorkerError("bad_request", f"new_game: unknown settings {', '.join(unknown)}")
+    settings = {**SIM_DEFAULTS, **params}
+    if not isinstance(settings.get("arena"), str):
+        raise WorkerError("bad_request", "new_game needs 'arena': a preset or preset:seed")
+    seed, size = settings.get("seed"), settings["size"]
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise WorkerError("bad_request", f"new_game needs 'seed', a whole number, not {seed!r}")
+    if not (isinstance(size, list) and len(size) == 2 and all(type(v) is int for v in size)):
+        raise WorkerError("bad_request", f"new_game's 'size' is [width, height], not {size!r}")
+    if not isinstance(settings["layout"], str | dict):
+        raise WorkerError("bad_request", "new_game's 'layout' is a layout's name or its JSON form (to_dict)")
+    if settings["ai"] is None:
+        player = settings["player"]
+        settings["ai"] = {other_tag(player): 0.5} if player in TAGS else {}
+    if not isinstance(settings["ai"], dict):
+        raise WorkerError("bad_request", f"new_game's 'ai' maps sides to strengths, not {settings['ai']!r}")
+    return settings
+
+
+class SimGames:
+    """The game maker of a `--game sim` station: `open(settings)` is a new, paused simulator game's
+    worker (a UserError for settings the simulator refuses). Map folders are the station's own
+    paths: a client names presets."""
+
+    def open(self, settings: dict[str, Any]) -> Worker:
+        from hoi4_arena.screen.layout import ViewLayout
+        from hoi4_arena.screen.sim_worker import SimWorker
+
+        width, height = settings["size"]
+        layout = settings["layout"]
+        return SimWorker(
+            settings["arena"],
+            settings["seed"],
+            size=(height, width),
+            layout=ViewLayout.from_dict(layout) if isinstance(layout, dict) else ViewLayout.named(layout),
+            player=settings["player"],
+            ai=settings["ai"],
+            max_days=settings["max_days"],
+            player_kind=settings["player_kind"],
+        )
+
+
 class LockedWorker(Worker):
     """A worker shared by a station's connections: one call at a time; `close` only releases input
-    (the station closes the real worker when it stops)."""
+    (the station closes the real worker when it stops).
 
-    def __init__(self, worker: Worker) -> None:
+    `open_game(settings)` makes `new_game` possible (a worker of a new game); `served` is what the
+    station serves (`{"game": "sim", "arena", "seed", ...}` or `{"game": "x11"}`), reported in attach
+    and status, and counted by `games` (1 for the game the station started with)."""
+
+    def __init__(
+        self,
+        worker: Worker,
+        open_game: Callable[[dict[str, Any]], Worker] | None = None,
+        served: dict[str, Any] | None = None,
+    ) -> None:
         self.worker = worker
+        self.open_game = open_game
+        self.served = {**(served or {}), "games": 1, "restartable": open_game is not None}
         self._lock = threading.RLock()
         self._sampler = HostSampler()
         self._sampling = threading.Lock()
@@ -72,10 +154,36 @@ class LockedWorker(Worker):
             return getattr(self.worker, name)(*args)
 
     def attach(self) -> dict:
-        return self._call("attach")
+        with self._lock:
+            return {**self.worker.attach(), "served": dict(self.served)}
 
     def status(self) -> dict:
-        return self._call("status")
+        with self._lock:
+            return {**self.worker.status(), "served": dict(self.served)}
+
+    def new_game(self, settings: dict) -> dict:
+        """Release what the game holds, open the new game (a refusal keeps the old one), close the old
+        one; the new game's attach, with `served`."""
+        if self.open_game is None:
+            raise WorkerError(
+                "cannot_restart",
+                "this station serves a game it cannot restart (an X11 window: serve-worker --game x11); "
+                "new_game needs a station of simulator games (serve-worker --game sim)",
+            )
+        settings = sim_settings(settings)
+        with self._lock:
+            old = self.worker
+            old.release()
+            try:
+                self.worker = self.open_game(settings)
+            except UserError as error:
+                raise WorkerError("bad_game", f"new_game: {error}") from None
+            try:
+                old.close()
+            except Exception:
+                log.exception("closing the last game's worker failed")
+            self.served = {"game": "sim", **settings, "games": self.served["games"] + 1, "restartable": True}
+            return self.attach()
 
     def capture(self, request: CaptureRequest | None = None) -> Capture:
         return self._call("capture", request)
@@ -135,14 +243,16 @@ class Station:
         message_timeout: float | None = MESSAGE_TIMEOUT,
         handshake_timeout: float = 10.0,
         max_connections: int = 16,
+        open_game: Callable[[dict[str, Any]], Worker] | None = None,
+        served: dict[str, Any] | None = None,
     ) -> None:
+        """`open_game` and `served`: `LockedWorker`'s (a station without `open_game` refuses new_game)."""
         if not is_loopback(host) and not allow_remote:
             raise UserError(
                 f"{host} is not a loopback address: a station listens on the network only with "
                 "--allow-remote (anyone who can reach it may try the token)"
             )
-        self.worker = worker
-        self.shared = LockedWorker(worker)
+        self.shared = LockedWorker(worker, open_game, served)
         self.bundle = bundle
         self.context = server_context(bundle.folder)
         self.message_timeout = message_timeout
@@ -205,6 +315,11 @@ class Station:
             self.shared.release()
         if close_worker:
             self.worker.close()
+
+    @property
+    def worker(self) -> Worker:
+        """The worker of the game served now (new_game replaces it)."""
+        return self.shared.worker
 
     def __enter__(self) -> Station:
         return self.start()
@@ -412,13 +527,22 @@ def run_serve_worker(config: ServeWorkerConfig) -> dict:
 
     host, port = parse_listen(config.listen)
     bundle = load_bundle(config.bundle)
-    worker = open_worker(
-        config.game,
-        window=config.window,
-        display=config.display,
-        layout=ViewLayout.named(config.layout),
-        sim=config.sim,
-    )
+    open_game = served = None
+    if config.game == "sim":
+        # The first game through the same door as new_game's: `served` says exactly what it is.
+        sim = config.sim
+        served = {"game": "sim", **sim_settings({**sim, "size": sim["size"][::-1], "layout": config.layout})}
+        open_game = SimGames().open
+        worker = open_game(served)
+    else:
+        worker = open_worker(
+            config.game,
+            window=config.window,
+            display=config.display,
+            layout=ViewLayout.named(config.layout),
+            sim=config.sim,
+        )
+        served = {"game": config.game}
     try:
         station = Station(
             worker,
@@ -427,6 +551,8 @@ def run_serve_worker(config: ServeWorkerConfig) -> dict:
             port,
             allow_remote=config.allow_remote,
             message_timeout=config.message_timeout,
+            open_game=open_game,
+            served=served,
         )
     except BaseException:
         worker.close()

@@ -2,7 +2,8 @@
 
 Each game:
 
-1. a worker on a new game: the headless simulator (`--game sim`, virtual clock) or the simulator's
+1. a worker on a new game: the headless simulator (`--game sim`, virtual clock; with `--peer NAME` a
+   station's, started there with the protocol's new_game: cluster/peer_games.py) or the simulator's
    window under a private Xvfb (`--game x11`, wall clock), capturing in the checkpoint's view layout
    (a checkpoint whose layout the worker cannot provide is refused before any game);
 2. the match harness (`screen.match.start_match`): the console's fair coin, seeded by the game seed,
@@ -51,10 +52,12 @@ from hoi4_arena.play.runner import (
     GAMES,
     GamePlan,
     RunLimits,
+    check_peer_options,
     check_size,
     decisions_per_day,
     game_workers,
     map_list,
+    open_station,
     run_games,
     side_swapped,
     slug,
@@ -120,6 +123,11 @@ class PlayConfig(Decoding):
     hoi4_station resource."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
+    peer: str | None = None
+    """Play each game on this station (a name in the peers file; `serve-worker --game sim` there),
+    which starts it with new_game; the same rows and sessions as without. Presets only, not --ray."""
+    peers: Path | None = None
+    """Peers file for --peer (default: $HOI4_ARENA_PEERS, else ~/.config/hoi4-arena/peers.json)."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -156,6 +164,7 @@ class PlayConfig(Decoding):
             raise UserError(f"{self.out} exists and is not a folder")
         self.maps = map_list(self.arena, bare_seed=0)  # unknown presets and bad folders fail now
         self.map_names = map_list(self.arena, bare_seed=None)
+        check_peer_options(self.peer, self.ray, self.game, self.maps)
 
     @property
     def mode(self) -> str:
@@ -253,9 +262,15 @@ class _PlayRun:
     """play-policy's games for the runner: the plan of seeds and sides, the token player, the rows."""
 
     def __init__(
-        self, config: PlayConfig, policy: TokenPolicy, identity: dict[str, Any], run_id: str
+        self,
+        config: PlayConfig,
+        policy: TokenPolicy,
+        identity: dict[str, Any],
+        run_id: str,
+        station: Any = None,
     ) -> None:
         self.config = config
+        self.station = station
         self.policy = policy
         self.identity = identity
         self.run_id = run_id
@@ -276,6 +291,7 @@ class _PlayRun:
             self.policy.layout or "cpu",
             max_days=config.max_days,
             ai_strength=config.ai_strength,
+            station=self.station,
         )
 
     def player(self, plan: GamePlan, worker: Worker) -> TokenPlayer:
@@ -354,18 +370,19 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
         wall_s=config.wall_minutes * 60,
     )
     # The checkpoint is known by its bytes (sha256): the same file by another path is the same run.
-    summary = run_games(
-        _PlayRun(config, policy, identity, run_id),
-        config.out,
-        settings_file=SETTINGS,
-        settings=settings,
-        command="play-policy",
-        limits=limits,
-        progress=config.progress,
-        added=ADDED_SETTINGS,
-        ignored=("checkpoint",) if "sha256" in settings else (),
-        ray=config.ray,
-        ray_games=config.ray_games,
-        window=config.game != "sim",
-    )
+    with open_station(config.peer, config.peers) as station:  # before OUT is touched
+        summary = run_games(
+            _PlayRun(config, policy, identity, run_id, station),
+            config.out,
+            settings_file=SETTINGS,
+            settings=settings,
+            command="play-policy",
+            limits=limits,
+            progress=config.progress,
+            added=ADDED_SETTINGS,
+            ignored=("checkpoint",) if "sha256" in settings else (),
+            ray=config.ray,
+            ray_games=config.ray_games,
+            window=config.game != "sim",
+        )
     return {"player": policy.name, "mode": config.mode, **summary, "settings": settings}

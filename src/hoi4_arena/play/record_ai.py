@@ -51,10 +51,12 @@ from hoi4_arena.play.runner import (
     GAMES,
     GamePlan,
     RunLimits,
+    check_peer_options,
     check_size,
     decisions_per_day,
     game_workers,
     map_list,
+    open_station,
     run_games,
     side_swapped,
     slug,
@@ -127,6 +129,11 @@ class RecordAIConfig:
     hoi4_station resource."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
+    peer: str | None = None
+    """Play each game on this station (a name in the peers file; `serve-worker --game sim` there),
+    which starts it with new_game; the same rows and sessions as without. Presets only, not --ray."""
+    peers: Path | None = None
+    """Peers file for --peer (default: $HOI4_ARENA_PEERS, else ~/.config/hoi4-arena/peers.json)."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -197,6 +204,7 @@ class RecordAIConfig:
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
         self.maps = map_list(self.arena, bare_seed=None)
+        check_peer_options(self.peer, self.ray, self.game, self.maps)
         from hoi4_arena.players.templates import sim_rules
 
         sim_rules(self.size)  # no calibration for this size: refused now, with the command that makes it
@@ -216,7 +224,17 @@ class RecordAIConfig:
     def settings(self) -> dict[str, Any]:
         """What decides the games: a resumed run must have the same (record-ai.json)."""
         data = asdict(self)
-        for key in ("out", "progress", "minutes", "games", "wall_minutes", "ray", "ray_games"):
+        for key in (
+            "out",
+            "progress",
+            "minutes",
+            "games",
+            "wall_minutes",
+            "ray",
+            "ray_games",
+            "peer",
+            "peers",
+        ):
             data.pop(key)
         data["size"] = [self.size[1], self.size[0]]
         data["speeds"] = list(self.speeds)
@@ -322,8 +340,11 @@ def load_intent_policy(config: RecordAIConfig) -> Any:
 class _RecordRun:
     """record-ai's games for the runner: the plan of maps, seeds, sides and speeds, the players, the rows."""
 
-    def __init__(self, config: RecordAIConfig, first: Any, intent_policy: Any = None) -> None:
+    def __init__(
+        self, config: RecordAIConfig, first: Any, intent_policy: Any = None, station: Any = None
+    ) -> None:
         self.config = config
+        self.station = station
         self.first = first
         self.intent_policy = intent_policy
         self.name = config.player
@@ -341,6 +362,7 @@ class _RecordRun:
             ai_strength=config.ai_strength,
             ai_both=config.player == "ai",
             player_kind="scripted" if config.player == "scripted" else None,
+            station=self.station,
         )
 
     def player(self, plan: GamePlan, worker: Worker) -> Any:
@@ -428,16 +450,18 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
         decisions_per_game=int(config.max_days * decisions_per_day(min(config.speeds))),
         wall_s=config.wall_minutes * 60,
     )
-    summary = run_games(
-        _RecordRun(config, load_first(config), load_intent_policy(config)),
-        config.out,
-        settings_file=SETTINGS,
-        settings=config.settings(),
-        command="record-ai",
-        limits=limits,
-        progress=config.progress,
-        ray=config.ray,
-        ray_games=config.ray_games,
-        window=config.game != "sim",
-    )
+    first, intent_policy = load_first(config), load_intent_policy(config)
+    with open_station(config.peer, config.peers) as station:  # before OUT is touched
+        summary = run_games(
+            _RecordRun(config, first, intent_policy, station),
+            config.out,
+            settings_file=SETTINGS,
+            settings=config.settings(),
+            command="record-ai",
+            limits=limits,
+            progress=config.progress,
+            ray=config.ray,
+            ray_games=config.ray_games,
+            window=config.game != "sim",
+        )
     return {"player": config.player, **summary, "settings": config.settings()}

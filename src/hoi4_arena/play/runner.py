@@ -106,15 +106,23 @@ def game_workers(
     ai_strength: float,
     ai_both: bool = False,
     player_kind: str | None = "policy",
+    station: Any = None,
 ) -> Iterator[Callable[[GamePlan], AbstractContextManager[Worker]]]:
     """A factory of one run's game workers: `open(plan)` is a context manager of a new, paused game's
     worker. sim: the headless simulator on a virtual clock; x11: its window under a private Xvfb
-    (one for the run), through the X11 worker, in real time."""
+    (one for the run), through the X11 worker, in real time. `station` (a `cluster.peer_games.PeerGames`,
+    sim only): each game is the station's, started there with new_game."""
     layout = ViewLayout.named(layout) if isinstance(layout, str) else layout
 
     def ai_of(side: str) -> dict[str, float]:
         return {tag: ai_strength for tag in TAGS} if ai_both else {other_tag(side): ai_strength}
 
+    if station is not None:
+        with station.workers(
+            size, layout, max_days=max_days, ai_of=ai_of, player_kind=player_kind
+        ) as open_game:
+            yield open_game
+        return
     if game == "sim":
         from hoi4_arena.screen.sim_worker import SimWorker
 
@@ -147,6 +155,29 @@ def game_workers(
             )
 
         yield open_window
+
+
+def check_peer_options(peer: str | None, ray: str | None, game: str, maps: list[str]) -> None:
+    """Refuse (UserError) what --peer cannot do: with --ray, window games, map folders."""
+    if peer is None:
+        return
+    if ray is not None:
+        raise UserError("--peer and --ray are two ways to place games: give one of them")
+    if game != "sim":
+        raise UserError(f"--peer plays the station's simulator games (--game sim), not --game {game}")
+    from hoi4_arena.cluster.peer_games import check_peer_maps
+
+    check_peer_maps(maps)
+
+
+def open_station(peer: str | None, peers: Path | None) -> AbstractContextManager[Any]:
+    """The station of --peer held for the run (`cluster.peer_games.PeerGames`), or None without it:
+    an unknown name, an unreachable station or one that cannot start games is a UserError now."""
+    if peer is None:
+        return contextlib.nullcontext()
+    from hoi4_arena.cluster.peer_games import PeerGames
+
+    return PeerGames.connect(peer, peers)
 
 
 # --- a run of games -----------------------------------------------------------------------------------

@@ -11,7 +11,10 @@ payload order (C order, little-endian). NaN and Infinity are refused in headers 
 
 The first request must be `attach` with `"protocol": PROTOCOL_VERSION`; a client of another version is
 refused. Ops: attach, status, capture, arm, disarm, apply, release, focus, events, game_log, pointer,
-telemetry, now, wait_until, close. A malformed line (including one nested deeper than `MAX_DEPTH`), an
+telemetry, now, wait_until, new_game, close. `new_game` (full connections only) asks a worker that can
+start games (a station's `--game sim`, cluster/station.py) to close its game and open another with the
+request's settings, and answers what it now serves; any other worker refuses it (`cannot_restart`).
+A malformed line (including one nested deeper than `MAX_DEPTH`), an
 oversized header, an unknown op or bad parameters get an error reply and the server keeps serving; a
 refused apply applies nothing (the worker checks the whole batch first). A framing error the stream
 cannot recover from -- a payload announced past the limit, a bad `"bytes"`, a message that does not
@@ -84,6 +87,7 @@ OPS = (
     "telemetry",
     "now",
     "wait_until",
+    "new_game",
     "close",
 )
 OBSERVER_OPS = frozenset({"attach", "status", "capture", "game_log", "telemetry", "close"})
@@ -596,6 +600,9 @@ class _Session:
         self.worker.wait_until(_int(params, "t_ns"))
         return {}, None
 
+    def op_new_game(self, params: dict):
+        return self.worker.new_game(params), None
+
     def op_close(self, params: dict):
         if not self.observer and self.attached:
             self.worker.close()
@@ -833,6 +840,9 @@ class ProtocolClient(Worker):
 
     def telemetry(self) -> dict:
         return self.request("telemetry")[0]
+
+    def new_game(self, settings: dict) -> dict:
+        return self.request("new_game", **settings)[0]
 
     def close(self) -> None:
         """Ask the worker to close (an observer: to end the connection); idempotent."""

@@ -157,6 +157,13 @@ class Worker(abc.ABC):
         """Resource use of the game and the worker; empty where nothing is measured."""
         return {}
 
+    def new_game(self, settings: dict) -> dict:
+        """Close this game and open another with `settings`; what is served now. Only a worker that
+        opens its games itself can (a station's, cluster/station.py); the rest refuse."""
+        raise WorkerError(
+            "cannot_restart", f"this worker ({type(self).__name__}) serves one game and cannot start another"
+        )
+
     def close(self) -> None:
         """Release everything held and let go of the game."""
         self.release()
