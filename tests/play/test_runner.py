@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -61,6 +62,25 @@ def test_a_game_with_a_budget_is_cut_and_invalid() -> None:
         record = play_game(worker, player, GameSettings(side="BLU", budget_ns=1_000_000_000))
     assert not record.valid and record.reason.startswith("cut")
     assert record.decisions == 5 and record.play_ns == 1_000_000_000
+
+
+class LatePlayer(TokenPlayer):
+    """The random policy's decisions, timed as a player that took `late_ns` past each capture would
+    find them: that long behind the worker's clock."""
+
+    late_ns = 2_000_000_000
+
+    def decide(self, capture):
+        return [dataclasses.replace(e, t_ns=e.t_ns - self.late_ns) for e in super().decide(capture)]
+
+
+def test_a_decision_late_for_its_capture_is_played_from_now() -> None:
+    with SimWorker("plains", 0, size=SIZE, layout="cpu", player_kind="policy") as worker:
+        player = LatePlayer(RandomPolicy(), seed=0, side="BLU", speed=5)
+        record = play_game(worker, player, GameSettings(side="BLU", speed=5, max_decisions=40))
+    # Not refused as mistimed (bad_time: 2 s behind, the watchdog allows 0.75): the game ran to its limit.
+    assert record.reason.startswith("max_decisions"), record.reason
+    assert record.decisions == 40
 
 
 def test_side_swapped_pairs() -> None:

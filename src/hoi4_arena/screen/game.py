@@ -120,6 +120,13 @@ class TokenPlayer:
 # --- one game -----------------------------------------------------------------------------------------
 
 
+LATE_EVENTS_NS = DECISION_NS
+"""A decision whose events come this long after the capture they were timed from (a player slower than
+a live game: a loaded CPU, a large model on a CPU) is played from now, its events' spacing kept; the
+worker would refuse events timed further than its watchdog from now, and the game would end invalid.
+On the simulator's clock, which stands still while a player thinks, it never happens."""
+
+
 @dataclass
 class GameRecord:
     """How one game went, from the player's side, and what was recorded."""
@@ -264,6 +271,9 @@ class Game:
         point. `orders`: the player's orders given in this decision (they get the frame they were seen at)."""
         worker, recorder, record = self.worker, self.recorder, self.record
         if events:
+            behind = worker.now_ns() - min(event.t_ns for event in events)
+            if behind > LATE_EVENTS_NS:
+                events = [dataclasses.replace(event, t_ns=event.t_ns + behind) for event in events]
             worker.apply(events, timed=True)
             if recorder is not None:
                 recorder.add_inputs(events)
