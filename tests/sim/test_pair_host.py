@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from Xlib import X
-from Xlib.display import Display
 
 from hoi4_arena.screen.events import VK_OEM_3, InputEvent
+from hoi4_arena.screen.window_games import give_focus
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.xvfb import Xvfb
 from hoi4_arena.sim.pair import PairGame
@@ -45,14 +44,7 @@ def _worker(display: str, title: str, log: Path, process: subprocess.Popen):
 
 def _focus(worker) -> None:
     # There is no window manager on Xvfb: give the window the keyboard as one would have it.
-    conn = Display(worker.display_name)
-    try:
-        conn.create_resource_object("window", worker.window.id).set_input_focus(
-            X.RevertToParent, X.CurrentTime
-        )
-        conn.sync()
-    finally:
-        conn.close()
+    give_focus(worker.display_name, worker.window.id)
     deadline = time.monotonic() + 30
     while not worker.focus():
         assert time.monotonic() < deadline, "the window never got the focus"

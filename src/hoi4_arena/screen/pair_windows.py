@@ -37,7 +37,7 @@ from pathlib import Path
 from hoi4_arena.maps.model import TAGS
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.pair_worker import NORMAL
-from hoi4_arena.screen.window_games import WINDOW_TIMEOUT_S, stop_window, tail_text
+from hoi4_arena.screen.window_games import WINDOW_TIMEOUT_S, give_focus, stop_window, tail_text
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.xvfb import Xvfb
 
@@ -207,18 +207,8 @@ class PairWindows:
             raise
 
     def _focus(self, pair: WindowPair, side: str) -> None:
-        from Xlib import X
-        from Xlib.display import Display
-
         worker = pair.workers[side]
-        conn = Display(worker.display_name)
-        try:
-            conn.create_resource_object("window", worker.window.id).set_input_focus(
-                X.RevertToParent, X.CurrentTime
-            )
-            conn.sync()
-        finally:
-            conn.close()
+        give_focus(worker.display_name, worker.window.id)
         deadline = time.monotonic() + WINDOW_TIMEOUT_S
         while not worker.focus():
             pair.check(side)

@@ -134,17 +134,7 @@ class WindowGames:
                 time.sleep(0.1)
 
     def _focus(self, worker, process: subprocess.Popen, window_log: Path) -> None:
-        from Xlib import X
-        from Xlib.display import Display
-
-        conn = Display(self.xvfb.display)
-        try:
-            conn.create_resource_object("window", worker.window.id).set_input_focus(
-                X.RevertToParent, X.CurrentTime
-            )
-            conn.sync()
-        finally:
-            conn.close()
+        give_focus(self.xvfb.display, worker.window.id)
         deadline = time.monotonic() + WINDOW_TIMEOUT_S
         while not worker.focus():
             if process.poll() is not None:
@@ -152,6 +142,20 @@ class WindowGames:
             if time.monotonic() > deadline:
                 raise WorkerError("window", "the simulator's window never got the keyboard focus")
             time.sleep(0.02)
+
+
+def give_focus(display: str, window: int) -> None:
+    """Give `window` of X display `display` the keyboard focus, as a person's click would (Xvfb runs no
+    window manager to do it); the caller waits for the worker to see it."""
+    from Xlib import X
+    from Xlib.display import Display
+
+    conn = Display(display)
+    try:
+        conn.create_resource_object("window", window).set_input_focus(X.RevertToParent, X.CurrentTime)
+        conn.sync()
+    finally:
+        conn.close()
 
 
 def stop_window(process: subprocess.Popen) -> None:
