@@ -759,6 +759,8 @@ from hoi4_arena.rl.ppo_config import PPOConfig  # noqa: E402
         "ai_strength": Opt(convert=low_high(float, "0.3-0.7")),
         "size": Opt(convert=SIZE),
         "info_clip": Opt(convert=value_list(float), metavar="LO,HI"),
+        "peer": Opt(metavar="NAME"),
+        "peers": Opt(metavar="FILE"),
     },
 )
 def train_ppo_command(
