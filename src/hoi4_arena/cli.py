@@ -771,7 +771,7 @@ def train_ppo_command(
         typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
     ] = False,
 ) -> None:
-    """Recurrent PPO against the game's AI on the simulator (rollouts of N games, checkpoints, TensorBoard)."""
+    """Recurrent PPO against the game's AI on the simulator (rollouts of N games here, on Ray or a station)."""
     from hoi4_arena.rl.ppo import train_ppo
     from hoi4_arena.terminal import print_json
 
