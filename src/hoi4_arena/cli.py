@@ -759,6 +759,8 @@ from hoi4_arena.rl.ppo_config import PPOConfig  # noqa: E402
         "ai_strength": Opt(convert=low_high(float, "0.3-0.7")),
         "size": Opt(convert=SIZE),
         "info_clip": Opt(convert=value_list(float), metavar="LO,HI"),
+        "peer": Opt(metavar="NAME"),
+        "peers": Opt(metavar="FILE"),
     },
 )
 def train_ppo_command(
@@ -769,7 +771,7 @@ def train_ppo_command(
         typer.Option("--resume", help="Continue the run in OUT from its progress.pt, with its own settings."),
     ] = False,
 ) -> None:
-    """Recurrent PPO against the game's AI on the simulator (rollouts of N games, checkpoints, TensorBoard)."""
+    """Recurrent PPO against the game's AI on the simulator (rollouts of N games here, on Ray or a station)."""
     from hoi4_arena.rl.ppo import train_ppo
     from hoi4_arena.terminal import print_json
 

@@ -1,10 +1,11 @@
-"""A run's games on a station: `play-policy --peer NAME` and `record-ai --peer NAME`.
+"""A run's games on a station: `play-policy --peer NAME`, `record-ai --peer NAME`, `train-ppo --peer NAME`.
 
 `PeerGames.connect(name, peers)` attaches to the station as its one full connection, for the whole
 run, and refuses (UserError, before the run writes anything) a station that cannot start games (an
 X11 window: HOI4's). Each planned game is then `new_game` with the plan's settings (arena, seed,
 side, size, layout, max days, the AI) and is played through the station's worker exactly as a local
-headless game (`runner.game_workers` hands `open(plan)` to the runner). The station's answer, and the
+headless game (`runner.game_workers` hands `open(plan)` to the runner; train-ppo's rollout game calls
+`start` for each game of its one slot, `rl/rollout_game.py`). The station's answer, and the
 worker's own attach, must name the game asked for: a station that shows another is a UserError, never
 a results row.
 
@@ -103,6 +104,45 @@ class PeerGames:
     def __exit__(self, *exc: object) -> None:
         self.client.close()
 
+    def start(
+        self,
+        what: str,
+        spec: str,
+        seed: int,
+        side: str,
+        *,
+        size: tuple[int, int],
+        layout: ViewLayout,
+        ai: dict[str, float],
+        max_days: int,
+        player_kind: str | None,
+    ) -> CommandPeerClient:
+        """Start a game on the station with new_game (`size` is (height, width)) and return its worker,
+        the run's client; a UserError when the station refuses (`what` names the game) or its answer
+        names another game."""
+        height, width = size
+        # A registered layout by its name; any other (a checkpoint's own) in full.
+        named = layout.name in LAYOUTS and LAYOUTS[layout.name] == layout
+        asked = {
+            "arena": spec,
+            "seed": seed,
+            "size": [width, height],
+            "layout": layout.name if named else layout.to_dict(),
+            "player": side,
+            "ai": ai,
+            "max_days": max_days,
+            "player_kind": player_kind,
+        }
+        try:
+            answer = self.client.new_game(asked)
+        except WorkerError as error:
+            raise UserError(
+                f"station {self.name} did not start {what}: {error.code}: {error.message}"
+            ) from None
+        check_served(self.name, asked, answer, layout.version)
+        self.games += 1
+        return self.client
+
     @contextlib.contextmanager
     def workers(
         self,
@@ -114,30 +154,19 @@ class PeerGames:
         player_kind: str | None,
     ) -> Iterator[Callable[[Any], AbstractContextManager[Worker]]]:
         """`runner.game_workers`'s factory on the station: `open(plan)` starts the plan's game there."""
-        height, width = size
-        # A registered layout by its name; any other (a checkpoint's own) in full.
-        named = layout.name in LAYOUTS and LAYOUTS[layout.name] == layout
-        layout_setting = layout.name if named else layout.to_dict()
 
         def open_game(plan: Any) -> AbstractContextManager[Worker]:
-            asked = {
-                "arena": plan.spec,
-                "seed": plan.seed,
-                "size": [width, height],
-                "layout": layout_setting,
-                "player": plan.side,
-                "ai": ai_of(plan.side),
-                "max_days": max_days,
-                "player_kind": player_kind,
-            }
-            try:
-                answer = self.client.new_game(asked)
-            except WorkerError as error:
-                raise UserError(
-                    f"station {self.name} did not start game {plan.index}: {error.code}: {error.message}"
-                ) from None
-            check_served(self.name, asked, answer, layout.version)
-            self.games += 1
-            return _StationGame(self.client)
+            client = self.start(
+                f"game {plan.index}",
+                plan.spec,
+                plan.seed,
+                plan.side,
+                size=size,
+                layout=layout,
+                ai=ai_of(plan.side),
+                max_days=max_days,
+                player_kind=player_kind,
+            )
+            return _StationGame(client)
 
         yield open_game

@@ -35,6 +35,10 @@ One update is one rollout and the learning on it:
    at the end. `resume=True` replays the games under way and continues exactly: a run resumed after
    update k gives the weights of the uninterrupted run (tests/rl/test_ppo.py).
 
+Where the games run: `--workers` local processes (0: this one), their Ray actors (`--ray`), or one
+station (`--peer NAME`, `cluster/peer_games.py`): its one game at a time, started there with new_game
+and played through its worker from this process, with the numbers of the same run played here.
+
 Opponents (`--opponent`): `ai`, the game's AI on the other side of every game; `self`, the learner's own
 policy (as it is at each rollout) on the other side's screen of one world; `league`, a member drawn
 game by game from `--league-mix`: the learner as it is (current), the newest or an older frozen snapshot
@@ -272,6 +276,11 @@ def train_ppo(
         opponents=config.opponents,
         saves=() if config.ladder is None else rung_starts(config.ladder, config.rungs),
     )
+    from hoi4_arena.play.runner import open_station
+
+    # --peer: the station held for the run; an unknown name, an unreachable station or one that cannot
+    # start games is a UserError here, before OUT is written.
+    station = open_station(config.peer, None if config.peers is None else Path(config.peers))
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(
         json.dumps({"train": config.to_dict(), "policy": policy.config.to_dict(), **identity}, indent=2)
@@ -307,6 +316,7 @@ def train_ppo(
 
         cluster = RayGames.connect(config.ray)
     with (
+        station as peer_games,
         cluster as ray_games,
         Rollouts(
             settings,
@@ -317,6 +327,7 @@ def train_ppo(
             reset_memory=config.reset_memory,
             league=league,
             ray=None if ray_games is None else ray_games.ray,
+            station=peer_games,
         ) as engine,
         progress_bar() as bar,
     ):
@@ -503,6 +514,7 @@ def train_ppo(
         "progress": str(out / PROGRESS),
         "weights_sha256": weights_sha256(policy.state_dict()),
         "workers_replaced": engine.replaced,
+        "peer": None if peer_games is None else {"name": peer_games.name, "games": peer_games.games},
         "opponent": config.opponent,
         "league": league.state()["snapshots"] if league is not None else None,
         "threads": torch.get_num_threads(),

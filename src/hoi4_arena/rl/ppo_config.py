@@ -26,9 +26,22 @@ CLOCKS = ("ticks", "information")
 CLIP_MODES = ("fixed", "adaptive")
 INFO_CLIP = (10.0, 20.0)
 """--clip-mode adaptive's default widths in percent, the InfoPPO paper's (measured on language models)."""
-RESUMABLE_CHANGES = ("updates", "max_minutes", "save_every", "threads", "workers", "ray", "progress")
+RESUMABLE_CHANGES = (
+    "updates",
+    "max_minutes",
+    "save_every",
+    "threads",
+    "workers",
+    "ray",
+    "peer",
+    "peers",
+    "progress",
+)
 """Settings a resumed run may change: they bound or pace the run, not what it computes (the serial and
-process modes give the same numbers; threads may change the last bits)."""
+process modes and a station give the same numbers; threads may change the last bits)."""
+PLACEMENT = ("peer", "peers")
+"""Where the games run, not what the run is: left out of config.json and the checkpoints, so a run
+resumes with or without --peer (given again, or not, on the command line)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,12 @@ class PPOConfig:
     """Run the --workers as Ray actors instead of local processes: auto (this machine's cluster), local (a
     Ray started for the run) or a head's HOST:PORT (`--ray` alone: auto); the same numbers as without (needs Ray: the package's
     cluster extra)."""
+    peer: str | None = None
+    """Play the rollout's games on this station (a name in the peers file; `serve-worker --game sim`
+    there), each started with new_game and driven from this process (--workers unused): one station holds
+    one game at a time, so --games 1, against the game's AI, new games (not --ladder); not with --ray."""
+    peers: str | None = None
+    """Peers file for --peer (default: $HOI4_ARENA_PEERS, else ~/.config/hoi4-arena/peers.json)."""
     steps: int = 64
     """Decisions of every game per rollout (a rollout is games x steps decisions)."""
     window: int = 16
@@ -216,6 +235,8 @@ class PPOConfig:
                 f"--opponent must be one of {', '.join(OPPONENTS)} (the game's AI, the learner itself, its "
                 f"league), not {self.opponent!r}"
             )
+        if self.peer is not None:
+            self._check_peer()
         if self.ray is not None and self.workers < 1:
             raise UserError("--ray runs the --workers as Ray actors: give --workers 1 or more")
         if self.opponent != "league" and (
@@ -267,6 +288,29 @@ class PPOConfig:
                     "use --size 960x540 (or 1920x1080), or leave scripted out of --league-mix"
                 )
 
+    def _check_peer(self) -> None:
+        """Refuse (UserError) what a station's rollout cannot be (the station itself is checked when the
+        run connects, before it writes anything)."""
+        from hoi4_arena.play.runner import check_peer_options
+
+        check_peer_options(self.peer, self.ray, "sim", list(self.arena))
+        if self.games != 1:
+            # Each slot's game lives across decisions and updates while the slots step together; a
+            # station serves one game, and new_game closes it: N games at once need N stations.
+            raise UserError(
+                f"--peer plays the rollout on one station, which holds one game at a time; the rollout "
+                f"steps its --games {self.games} games together, each kept across updates: give --games 1"
+            )
+        if self.opponent != "ai":
+            raise UserError(
+                f"--peer plays one-player games against the game's AI: --opponent {self.opponent} needs "
+                "a two-player world here, which a station's new_game cannot start"
+            )
+        if self.ladder is not None:
+            raise UserError(
+                "--peer starts new games of --arena: a --ladder's saves are files on this machine"
+            )
+
     @property
     def opponents(self) -> tuple[tuple[str, float], ...]:
         """The league members the games' other sides are drawn from, with their probabilities."""
@@ -285,6 +329,8 @@ class PPOConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        for key in PLACEMENT:
+            del data[key]
         for key in ("arena", "map_seeds", "ai_strength", "size", "info_clip"):
             if data[key] is not None:
                 data[key] = list(data[key])

@@ -245,7 +245,9 @@ class Rollout:
 class Rollouts:
     """The engine of the module docstring. `workers` 0 plays every game in this process (serial mode);
     otherwise that many spawned processes share the slots (slot s in process s % workers), or with `ray`
-    (the connected `ray` module) that many Ray actors."""
+    (the connected `ray` module) that many Ray actors. With `station` (a `cluster.peer_games.PeerGames`:
+    train-ppo --peer) every game is the station's, driven from this process (`workers` is not used); a
+    station holds one game at a time, so the schedule must have one slot."""
 
     def __init__(
         self,
@@ -258,7 +260,10 @@ class Rollouts:
         reset_memory: int = 0,
         league: Any = None,
         ray: Any = None,
+        station: Any = None,
     ) -> None:
+        if station is not None and schedule.games != 1:
+            raise ValueError(f"a station plays one game at a time, not a rollout of {schedule.games} games")
         self.settings = settings
         self.ray = ray
         self.league = league
@@ -268,8 +273,10 @@ class Rollouts:
         self.weights = dict(weights or {})
         self.temperature = temperature
         count = min(workers, schedule.games)
+        if station is not None:
+            count = 0  # the station runs the game; this process only relays it
         self.workers: list[Any] = (
-            [LocalWorker(settings)] if count == 0 else [self._new_worker() for _ in range(count)]
+            [LocalWorker(settings, station)] if count == 0 else [self._new_worker() for _ in range(count)]
         )
         self.slots: list[_Slot] = []
         self.replaced = 0

@@ -6,6 +6,9 @@ call to the worker is the one `screen.game.play_game` makes for a `TokenPlayer` 
 capture, the harness's match start, the recorder, arm; then act / observe until the game ends; then
 finish), so a game played here is the game play-policy plays with the same seed, side and tokens. The
 engine runs this class in worker processes (`rl/rollout_worker.py`) or in its own process (serial mode).
+With a station (`train-ppo --peer`, `cluster/peer_games.py`) each game is opened there with the
+protocol's `new_game` and played through the station's worker with the same calls, from the learner's
+process; the rewards read the same map, made here from the plan's preset.
 
 When the game ends, the same call begins the slot's next game (its plan comes with the tokens) and
 returns that game's first observation, with the finished game's rewards and summary.
@@ -24,6 +27,7 @@ Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,12 +137,14 @@ class _Seat:
 
 
 class RolloutGame:
-    """A slot's games, one after the other, on fresh `SimWorker`s; see the module docstring."""
+    """A slot's games, one after the other, on fresh `SimWorker`s, or each started on `station` (a
+    `cluster.peer_games.PeerGames`: train-ppo --peer); see the module docstring."""
 
-    def __init__(self, settings: RolloutSettings) -> None:
+    def __init__(self, settings: RolloutSettings, station: Any = None) -> None:
         from hoi4_arena.screen.layout import ViewLayout
 
         self.settings = settings
+        self.station = station
         self.layout = ViewLayout.named(settings.layout)
         self.seat = _Seat(self.layout)
         self.plan: GamePlan | None = None
@@ -156,6 +162,7 @@ class RolloutGame:
     def begin(self, plan: GamePlan) -> Step:
         """Open the plan's game and return its first observation."""
         from hoi4_arena.screen.sim_worker import SimWorker
+        from hoi4_arena.sim.headless import arena_of
 
         self.close()
         settings = self.settings
@@ -165,16 +172,19 @@ class RolloutGame:
             self.worker.game.world.max_days = settings.max_days  # from the game's start, as the save's own
             own = self.worker
         elif plan.rival is None:
-            self.worker = SimWorker(
-                plan.spec,
-                plan.seed,
+            options = dict(
                 size=settings.size,
                 layout=self.layout,
-                player=plan.side,
                 ai={other_tag(plan.side): plan.ai_strength},
                 max_days=settings.max_days,
                 player_kind="policy",
             )
+            if self.station is None:
+                self.worker = SimWorker(plan.spec, plan.seed, player=plan.side, **options)
+            else:  # the same game, opened on the station with new_game (the station's SimGames)
+                self.worker = self.station.start(
+                    f"game {plan.session_id}", plan.spec, plan.seed, plan.side, **options
+                )
             own = self.worker
         else:
             own = self._open_pair(plan)
@@ -194,7 +204,9 @@ class RolloutGame:
             session_id=plan.session_id if recorder is not None else None,
         )
         self._finished = False
-        self.tracker = RewardTracker(plan.side, self.worker.game.arena)
+        # The map's provinces and points: the worker's own, or for a station's game the same map made here.
+        arena = self.worker.game.arena if self.station is None else arena_of(plan.spec)
+        self.tracker = RewardTracker(plan.side, arena)
         try:
             if self.rival is None:
                 self.game.start(self.seat)
@@ -410,7 +422,11 @@ class RolloutGame:
             if self.rival is not None:
                 self.rival.finish(self.rival_seat)
         if self.worker is not None:
-            self.worker.close()
+            if self.station is None:
+                self.worker.close()
+            else:  # the station's connection serves the run's next game: only this game's input goes
+                with contextlib.suppress(WorkerError):
+                    self.worker.release()
         self.worker = self.game = self.capture = None
         self.rival = self.rival_seat = self.rival_capture = None
         self._finished = True

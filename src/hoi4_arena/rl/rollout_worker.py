@@ -65,13 +65,14 @@ def _serve(connection: Any, settings: RolloutSettings) -> None:
 class _Handler:
     """The requests of the module docstring over a process's (or the learner's) games."""
 
-    def __init__(self, settings: RolloutSettings, games: dict[int, RolloutGame]) -> None:
+    def __init__(self, settings: RolloutSettings, games: dict[int, RolloutGame], station: Any = None) -> None:
         self.settings = settings
         self.games = games
+        self.station = station
 
     def game(self, slot: int) -> RolloutGame:
         if slot not in self.games:
-            self.games[slot] = RolloutGame(self.settings)
+            self.games[slot] = RolloutGame(self.settings, self.station)
         return self.games[slot]
 
     def handle(self, request: tuple) -> Any:
@@ -95,11 +96,12 @@ class _Handler:
 
 
 class LocalWorker:
-    """The serial mode: the same requests answered in the learner's process."""
+    """The serial mode: the same requests answered in the learner's process; with `station` (a
+    `cluster.peer_games.PeerGames`, train-ppo --peer) its games are started and played there."""
 
-    def __init__(self, settings: RolloutSettings) -> None:
+    def __init__(self, settings: RolloutSettings, station: Any = None) -> None:
         self.games: dict[int, RolloutGame] = {}
-        self._handler = _Handler(settings, self.games)
+        self._handler = _Handler(settings, self.games, station)
         self._answer: Any = None
 
     def send(self, request: tuple) -> None:
