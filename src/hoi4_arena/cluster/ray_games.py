@@ -1,10 +1,14 @@
-"""A run's games as Ray tasks (`--ray` on record-ai and play-policy): headless games on any node of a Ray
-cluster, their rows and sessions written by the driver into OUT exactly as the local loop writes them.
+"""A run's games as Ray tasks (`--ray` on record-ai, play-policy, evaluate and collect-pair): headless games
+on any node of a Ray cluster, their rows and sessions written by the driver into OUT exactly as the local
+loop writes them.
 
 Each game is one task (one CPU, never retried): it plays `runner.play_planned` into a temporary folder on
 its node and returns the game's record and its session folder's files (bytes); the driver takes the
 results in plan order, writes each session into OUT/<session id> and appends the row. So a Ray run and a
-local run of the same settings give the same rows and byte-identical sessions, whatever the nodes.
+local run of the same settings give the same rows and byte-identical sessions, whatever the nodes. A pair
+game (collect-pair's: one world, both sides' players) is a task the same way, its game function
+`play.pair.play_pair_task`: its folder (both sessions, the worker logs, the game's manifest) comes back
+as a session does, its two rows with it.
 
 The `--minutes` budget stays exact: a task starts with the budget left by the games finished so far (an
 upper bound, since earlier games may still be running); when its turn comes in plan order the budget
