@@ -162,6 +162,43 @@ def test_head_to_head_on_ray_plays_the_local_pair_games(tmp_path: Path, cluster:
             assert (a / path).read_bytes() == (b / path).read_bytes(), name
 
 
+def pair_options(folder: Path, out: Path, games: int, **changes) -> CollectPairConfig:
+    """collect-pair's options for `games` games of two random players (640x360, 3 days) into `out`."""
+    data = {
+        "pair_id": "t",
+        "players": [
+            {"player": "random", "side": "BLU", "name": "r1"},
+            {"player": "random", "side": "RED", "name": "r2"},
+        ],
+        "budget": {"games": games, **changes.pop("budget", {})},
+        "size": [640, 360],
+        "max_days": 3,
+    }
+    (folder / "pair.json").write_text(json.dumps(data))
+    return CollectPairConfig(folder / "pair.json", out, progress=False, **changes)
+
+
+def test_the_minutes_budget_cuts_the_same_pair_game_on_ray(tmp_path: Path, cluster: str) -> None:
+    # A game is 0.047 minutes: game 1 starts on Ray with the whole budget (game 0 still runs), ends past
+    # what game 0 left of it and is played again with the exact rest, cut; game 2 is never played.
+    budget = {"minutes": 0.07}
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    pair.run_collect_pair(pair_options(tmp_path, local, 3, budget=budget))
+    summary = pair.run_collect_pair(
+        pair_options(tmp_path, on_ray, 3, budget=budget, ray=cluster, ray_games=2)
+    )
+    rows = rows_of(local)
+    assert [(r["game"], r["valid"]) for r in rows] == [(0, True), (0, True), (1, False), (1, False)]
+    assert all(r["reason"].startswith("cut") for r in rows[2:])
+    assert [without_wall(r) for r in rows_of(on_ray)] == [without_wall(r) for r in rows]
+    assert summary["games"] == 2 and sorted(p.name for p in on_ray.glob("g*")) == ["g0000", "g0001"]
+    for side in ("BLU", "RED"):
+        for part in ("inputs.jsonl", "arena-log.jsonl"):
+            assert (local / "g0001" / side / part).read_bytes() == (
+                on_ray / "g0001" / side / part
+            ).read_bytes()
+
+
 class _KillingPlayers(pair._Players):
     """collect-pair's players, whose game 1 kills the Ray worker playing it."""
 
@@ -175,18 +212,7 @@ def test_a_killed_pair_game_is_invalid_and_the_run_goes_on_and_resumes(
     tmp_path: Path, cluster: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def options(games: int) -> CollectPairConfig:
-        data = {
-            "pair_id": "t",
-            "players": [
-                {"player": "random", "side": "BLU", "name": "r1"},
-                {"player": "random", "side": "RED", "name": "r2"},
-            ],
-            "budget": {"games": games},
-            "size": [640, 360],
-            "max_days": 3,
-        }
-        (tmp_path / "pair.json").write_text(json.dumps(data))
-        return CollectPairConfig(tmp_path / "pair.json", out, progress=False, ray=cluster, ray_games=1)
+        return pair_options(tmp_path, out, games, ray=cluster, ray_games=1)
 
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
