@@ -131,10 +131,22 @@ def without_wall(data: dict) -> dict:
 
 
 def test_head_to_head_on_ray_plays_the_local_pair_games(tmp_path: Path, cluster: str) -> None:
+    import torch
+
     from hoi4_arena.evaluation.paired import format_report
+    from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
+    from hoi4_arena.models.checkpoint import Provenance
     from hoi4_arena.play.evaluate import EvaluateConfig, run_evaluate
 
-    settings = dict(a="random", b="random", pairs=1, size=(360, 640), max_days=3, head_to_head=True)
+    torch.manual_seed(0)
+    tiny = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
+    checkpoint = save_checkpoint(
+        tmp_path / "ckpt" / "tiny.pt",
+        Policy(PolicyConfig(layout="cpu", **tiny)),
+        provenance=Provenance(data="none", seed=0),
+    )
+    # A sampling checkpoint (its frozen copy goes to the tasks) against random: two players, one world.
+    settings = dict(a=str(checkpoint), b="random", pairs=1, size=(360, 640), max_days=3, head_to_head=True)
     local = run_evaluate(EvaluateConfig(out=tmp_path / "local", progress=False, **settings))
     on_ray = run_evaluate(EvaluateConfig(out=tmp_path / "ray", progress=False, ray=cluster, **settings))
     assert on_ray["complete"] and on_ray["collect_pair"]["games"] == 2
