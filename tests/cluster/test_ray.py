@@ -1,6 +1,6 @@
-"""--ray on record-ai (`cluster/ray_games.py`): the same rows and sessions as the local loop, a game whose
-worker was killed kept invalid while the run goes on, resume, and the messages for a missing Ray or an
-address nobody answers at. One local Ray instance (2 CPUs) serves the module."""
+"""--ray on record-ai, evaluate and collect-pair (`cluster/ray_games.py`): the same rows and sessions as the
+local loop, a game whose worker was killed kept invalid while the run goes on, resume, and the messages
+for a missing Ray or an address nobody answers at. One local Ray instance (2 CPUs) serves the module."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.play import record_ai
+from hoi4_arena.play import pair, record_ai
+from hoi4_arena.play.pair_config import CollectPairConfig
 from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 
 ray = pytest.importorskip("ray")
@@ -119,8 +120,127 @@ def test_evaluate_on_ray_plays_the_games_of_the_local_evaluation(tmp_path: Path,
     assert on_ray["games"] == local["games"] and on_ray["table"] == local["table"]
     for player in ("scripted", "random"):
         assert rows_of(tmp_path / "ray" / player) == rows_of(tmp_path / "local" / player)
-    with pytest.raises(UserError, match="--head-to-head does not use it"):
-        EvaluateConfig(out=tmp_path / "h2h", ray=cluster, head_to_head=True, **settings)
+
+
+WALL = ("late_ms", "late_ms_p99", "deadline_miss")
+"""A pair game's wall-clock timings of its players' decisions: the only fields two runs may differ in."""
+
+
+def without_wall(data: dict) -> dict:
+    return {k: without_wall(v) if isinstance(v, dict) else v for k, v in data.items() if k not in WALL}
+
+
+def test_head_to_head_on_ray_plays_the_local_pair_games(tmp_path: Path, cluster: str) -> None:
+    import torch
+
+    from hoi4_arena.evaluation.paired import format_report
+    from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
+    from hoi4_arena.models.checkpoint import Provenance
+    from hoi4_arena.play.evaluate import EvaluateConfig, run_evaluate
+
+    torch.manual_seed(0)
+    tiny = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
+    checkpoint = save_checkpoint(
+        tmp_path / "ckpt" / "tiny.pt",
+        Policy(PolicyConfig(layout="cpu", **tiny)),
+        provenance=Provenance(data="none", seed=0),
+    )
+    # A sampling checkpoint (its frozen copy goes to the tasks) against random: two players, one world.
+    settings = dict(a=str(checkpoint), b="random", pairs=1, size=(360, 640), max_days=3, head_to_head=True)
+    local = run_evaluate(EvaluateConfig(out=tmp_path / "local", progress=False, **settings))
+    on_ray = run_evaluate(EvaluateConfig(out=tmp_path / "ray", progress=False, ray=cluster, **settings))
+    assert on_ray["complete"] and on_ray["collect_pair"]["games"] == 2
+    assert format_report(on_ray) == format_report(local)  # the report printed
+    for key in ("table", "games", "paired_games", "head_to_head", "win_rate_difference", "score_difference"):
+        assert on_ray[key] == local[key], key
+    assert sorted(on_ray["collect_pair"]["ray"]["placed"]) == [0, 1] and "ray" not in local["collect_pair"]
+    a, b = tmp_path / "local" / "head-to-head", tmp_path / "ray" / "head-to-head"
+    assert [without_wall(r) for r in rows_of(b)] == [without_wall(r) for r in rows_of(a)]
+    assert {r["session"] for r in rows_of(a)} == {"g0000/BLU", "g0000/RED", "g0001/BLU", "g0001/RED"}
+    files = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
+    assert sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file()) == files
+    for name in files:
+        path = Path(name)
+        if path.name == "screen.mkv":
+            frames = pixels(a / path), pixels(b / path)
+            assert len(frames[0]) == len(frames[1]) > 0
+            assert all(np.array_equal(x, y) for x, y in zip(*frames, strict=True)), name
+        elif path.name == "manifest.json":  # a game's (its decisions' timings) and its sessions' (created)
+            manifests = [json.loads((root / path).read_text()) for root in (a, b)]
+            for manifest in manifests:
+                manifest.pop("created", None)
+            assert without_wall(manifests[0]) == without_wall(manifests[1]), name
+        elif path.name != "results.jsonl":
+            assert (a / path).read_bytes() == (b / path).read_bytes(), name
+
+
+def pair_options(folder: Path, out: Path, games: int, **changes) -> CollectPairConfig:
+    """collect-pair's options for `games` games of two random players (640x360, 3 days) into `out`."""
+    data = {
+        "pair_id": "t",
+        "players": [
+            {"player": "random", "side": "BLU", "name": "r1"},
+            {"player": "random", "side": "RED", "name": "r2"},
+        ],
+        "budget": {"games": games, **changes.pop("budget", {})},
+        "size": [640, 360],
+        "max_days": 3,
+    }
+    (folder / "pair.json").write_text(json.dumps(data))
+    return CollectPairConfig(folder / "pair.json", out, progress=False, **changes)
+
+
+def test_the_minutes_budget_cuts_the_same_pair_game_on_ray(tmp_path: Path, cluster: str) -> None:
+    # A game is 0.047 minutes: game 1 starts on Ray with the whole budget (game 0 still runs), ends past
+    # what game 0 left of it and is played again with the exact rest, cut; game 2 is never played.
+    budget = {"minutes": 0.07}
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    pair.run_collect_pair(pair_options(tmp_path, local, 3, budget=budget))
+    summary = pair.run_collect_pair(
+        pair_options(tmp_path, on_ray, 3, budget=budget, ray=cluster, ray_games=2)
+    )
+    rows = rows_of(local)
+    assert [(r["game"], r["valid"]) for r in rows] == [(0, True), (0, True), (1, False), (1, False)]
+    assert all(r["reason"].startswith("cut") for r in rows[2:])
+    assert [without_wall(r) for r in rows_of(on_ray)] == [without_wall(r) for r in rows]
+    assert summary["games"] == 2 and sorted(p.name for p in on_ray.glob("g*")) == ["g0000", "g0001"]
+    for side in ("BLU", "RED"):
+        for part in ("inputs.jsonl", "arena-log.jsonl"):
+            assert (local / "g0001" / side / part).read_bytes() == (
+                on_ray / "g0001" / side / part
+            ).read_bytes()
+
+
+class _KillingPlayers(pair._Players):
+    """collect-pair's players, whose game 1 kills the Ray worker playing it."""
+
+    def make(self, i, side, plan, worker):
+        if plan.index == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().make(i, side, plan, worker)
+
+
+def test_a_killed_pair_game_is_invalid_and_the_run_goes_on_and_resumes(
+    tmp_path: Path, cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def options(games: int) -> CollectPairConfig:
+        return pair_options(tmp_path, out, games, ray=cluster, ray_games=1)
+
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(pair, "_Players", _KillingPlayers)
+        summary = pair.run_collect_pair(options(2))
+    assert summary["games"] == 2 and summary["valid"] == 1 and not summary["interrupted"]
+    first = rows_of(out)
+    assert [(r["game"], r["valid"]) for r in first] == [(0, True), (0, True), (1, False), (1, False)]
+    assert all(r["reason"].startswith("ray: ") and r["session"] is None for r in first[2:])
+    assert (out / "g0000" / "manifest.json").is_file() and not (out / "g0001").exists()
+    again = pair.run_collect_pair(options(3))
+    assert again["this_run"]["games"] == 1 and again["games"] == 3
+    rows = rows_of(out)
+    assert rows[:4] == first and [(r["game"], r["valid"]) for r in rows[4:]] == [(2, True), (2, True)]
+    with pytest.raises(UserError, match="--game sim"):
+        CollectPairConfig(tmp_path / "pair.json", out, ray=cluster, game="x11")
 
 
 def test_rollouts_on_ray_actors_give_the_serial_numbers_and_survive_a_killed_actor(cluster: str) -> None:

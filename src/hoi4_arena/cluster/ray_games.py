@@ -1,10 +1,14 @@
-"""A run's games as Ray tasks (`--ray` on record-ai and play-policy): headless games on any node of a Ray
-cluster, their rows and sessions written by the driver into OUT exactly as the local loop writes them.
+"""A run's games as Ray tasks (`--ray` on record-ai, play-policy, evaluate and collect-pair): headless games
+on any node of a Ray cluster, their rows and sessions written by the driver into OUT exactly as the local
+loop writes them.
 
 Each game is one task (one CPU, never retried): it plays `runner.play_planned` into a temporary folder on
 its node and returns the game's record and its session folder's files (bytes); the driver takes the
 results in plan order, writes each session into OUT/<session id> and appends the row. So a Ray run and a
-local run of the same settings give the same rows and byte-identical sessions, whatever the nodes.
+local run of the same settings give the same rows and byte-identical sessions, whatever the nodes. A pair
+game (collect-pair's: one world, both sides' players) is a task the same way, its game function
+`play.pair.play_pair_task`: its folder (both sessions, the worker logs, the game's manifest) comes back
+as a session does, its two rows with it.
 
 The `--minutes` budget stays exact: a task starts with the budget left by the games finished so far (an
 upper bound, since earlier games may still be running); when its turn comes in plan order the budget
@@ -56,16 +60,25 @@ STATION = "hoi4_station"
 '{"hoi4_station": 1}'`; each unit plays one window game at a time."""
 
 
-def play_remote(run: Run, plan: GamePlan, left: int | None) -> tuple[GameRecord, dict[str, bytes], str]:
-    """One game in a Ray task: its record, its session's files (path relative to the session -> bytes),
-    recorded into a temporary folder of this node, and this node's id."""
+def play_one(run: Run, plan: GamePlan, folder: Path, left: int | None) -> GameRecord:
+    """One game of a one-player run (`runner.play_planned`), its session recorded into `folder`."""
+    with run.workers() as open_worker:
+        return play_planned(run, plan, open_worker, folder, left)
+
+
+def play_remote(
+    game: Callable[..., Any], run: Any, plan: Any, left: int | None
+) -> tuple[Any, dict[str, bytes], str]:
+    """One game in a Ray task: `game(run, plan, folder, left)`'s record, played into a temporary folder of
+    this node, the files of its `session` there (path relative to the session -> bytes), and this node's
+    id."""
     import ray
 
-    with tempfile.TemporaryDirectory(prefix="hoi4-arena-ray-") as tmp, run.workers() as open_worker:
-        record = play_planned(run, plan, open_worker, Path(tmp), left)
-        folder = Path(tmp) / run.session_id(plan)
+    with tempfile.TemporaryDirectory(prefix="hoi4-arena-ray-") as tmp:
+        record = game(run, plan, Path(tmp), left)
+        folder = Path(tmp) / record.session if record.session is not None else None
         files = {}
-        if folder.is_dir():
+        if folder is not None and folder.is_dir():
             files = {
                 str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
             }
@@ -200,16 +213,23 @@ class RayGames:
 
     def play(
         self,
-        run: Run,
+        run: Any,
         out: Path,
         pending: Iterator[int],
         budget_left: Callable[[], int | None],
         wall_out: Callable[[], bool],
-        finished: Callable[[GamePlan, GameRecord], None],
-        bar: Any,
+        finished: Callable[[Any, Any], None],
+        bar: Any = None,
+        game: Callable[..., Any] = play_one,
     ) -> bool:
         """Play the `pending` games (indices in plan order) as tasks, `finished(plan, record)` for each in
-        plan order, its session already in OUT; True when interrupted (Ctrl+C)."""
+        plan order, its session already in OUT; True when interrupted (Ctrl+C).
+
+        `game(run, plan, folder, left)` plays `run.plan(index)` in the task into `folder` with `left` of
+        the budget and returns its record: anything with `session` (the folder under `folder` that comes
+        back to OUT, or None), `reason` and `play_ns`; a one-player run's game by default (`play_one`),
+        collect-pair's (`play.pair.play_pair_task`). A task whose worker died is `finished` with an
+        invalid `GameRecord` (reason `ray: ...`), whatever `game` returns."""
         ray = self.ray
         task = ray.remote(num_cpus=1, max_retries=0)(play_remote)
         run_ref = ray.put(run)  # one copy of the run (its player's weights) for every task
@@ -234,7 +254,7 @@ class RayGames:
                 plan = run.plan(index)
                 if node is not None:
                     holding[node] += 1
-                ref = task.options(**options).remote(run_ref, plan, left)
+                ref = task.options(**options).remote(game, run_ref, plan, left)
                 flight.append((plan, left, ref, node, options))
 
         try:
@@ -245,7 +265,8 @@ class RayGames:
                 if left is not None and left <= 0:
                     flight.appendleft((plan, hint, ref, node, options))  # cancelled below
                     break  # the local loop would not have started this game
-                bar.start_game(plan)
+                if bar is not None:
+                    bar.start_game(plan)
                 record, files = self._result(plan, ref)
                 if (
                     left is not None
@@ -253,7 +274,8 @@ class RayGames:
                     and (record.reason.startswith("cut") or record.play_ns >= left)
                 ):
                     # As the local loop cuts it, where it was placed (the station's unit is still held).
-                    record, files = self._result(plan, task.options(**options).remote(run_ref, plan, left))
+                    again = task.options(**options).remote(game, run_ref, plan, left)
+                    record, files = self._result(plan, again)
                 if node is not None:
                     holding[node] -= 1
                 if record.session is not None:
@@ -269,7 +291,7 @@ class RayGames:
             log.warning("--ray: %s; the run stops here (re-run it to resume)", self.stopped)
         return False
 
-    def _result(self, plan: GamePlan, ref: Any) -> tuple[GameRecord, dict[str, bytes]]:
+    def _result(self, plan: Any, ref: Any) -> tuple[Any, dict[str, bytes]]:
         """A task's record and files; a task whose worker died is an invalid game (`ray: ...`)."""
         ray = self.ray
         try:

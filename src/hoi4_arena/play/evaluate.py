@@ -85,8 +85,9 @@ class EvaluateConfig(Decoding):
     """With --head-to-head: a folder of checkpoints (*.pt) that play A, B and each other the same way; an
     Elo table of them all."""
     ray: str | None = None
-    """Play each player's games as Ray tasks (record-ai's and play-policy's --ray: auto, local or a head's
-    HOST:PORT; alone: auto); the same games as without. Not with --head-to-head."""
+    """Play each game as a Ray task (auto, local or a head's HOST:PORT; alone: auto): each player's games
+    against the AI as record-ai's and play-policy's --ray, or with --head-to-head each pair game as
+    collect-pair's; the same games as without."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
     progress: bool = True
@@ -104,10 +105,6 @@ class EvaluateConfig(Decoding):
                 )
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
-        if self.ray is not None and self.head_to_head:
-            raise UserError(
-                "--ray plays each player's games against the AI; --head-to-head does not use it yet"
-            )
         if self.league is not None and not self.head_to_head:
             raise UserError("--league plays checkpoints against each other: give --head-to-head too")
         names = [self.name_a or self._default_name(self.a), self.name_b or self._default_name(self.b)]

@@ -46,7 +46,9 @@ Each decision's `late_ms` is the wall time from the capture request to the input
     OUT/g0000/<SIDE>/              each player's session (unless "record": false)
     OUT/g0000/worker-<SIDE>.jsonl  each worker's log: every event it fed with its virtual times
 
-Re-running with the same OUT resumes (games with rows are skipped). The summary goes to stdout as JSON;
+Re-running with the same OUT resumes (games with rows are skipped). With `--ray ADDRESS` each game is a Ray
+task (`cluster/ray_games.py`), its folder and rows written into OUT in plan order as the local loop
+writes them; a game whose task died is kept invalid (`ray: ...`). The summary goes to stdout as JSON;
 the exit status is 1 when a game failed a gate outside the players (ready, healthy, disconnect, paused,
 desync, speed), 0 otherwise (a player that raised is the player's failure: that game invalid, the run
 goes on).
@@ -492,7 +494,8 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
     """Play the pair's games into OUT (resuming it); the summary the command prints."""
     config = config or PairConfig.load(options.config)
     if options.game == "sim":
-        return _collect_pair(options, config, None)
+        with _ray_games(options) as cluster:  # before OUT is touched: a bad address writes nothing
+            return _collect_pair(options, config, None, cluster)
     ai = [p.label for p in config.players if p.kind == "ai"]
     if ai:
         raise UserError(
@@ -502,52 +505,73 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
     from hoi4_arena.screen.pair_windows import PairWindows
 
     with PairWindows(config.size) as windows:
-        return _collect_pair(options, config, windows)
+        return _collect_pair(options, config, windows, None)
 
 
-def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) -> dict[str, Any]:
-    """run_collect_pair's games: in one headless `PairHub` each (`windows` None), or through `windows`
-    (a `screen.pair_windows.PairWindows`: each side's window on its own Xvfb, its own X11 worker)."""
-    from hoi4_arena.screen.pair_worker import PairHub
-    from hoi4_arena.sessions.lock import remove_unfinished
-    from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
-    from hoi4_arena.sim.ui_layout import Layout
+def _ray_games(options: CollectPairConfig) -> contextlib.AbstractContextManager[Any]:
+    """The run's `cluster.ray_games.RayGames` with --ray, else None."""
+    if options.ray is None:
+        return contextlib.nullcontext()
+    from hoi4_arena.cluster.ray_games import RayGames
 
-    out = options.out
-    settings = config.to_dict()
-    stored = _stored(out, settings)
-    out.mkdir(parents=True, exist_ok=True)
-    identities = freeze_players(config, out, stored)
-    (out / SETTINGS).write_text(json.dumps({"config": settings, "players": identities}, indent=1) + "\n")
-    if options.threads:
-        import torch
+    return RayGames.connect(options.ray, options.ray_games)
 
-        torch.set_num_threads(options.threads)
-    players = _Players(config, identities, out)
-    results = out / RESULTS
-    rows = read_results(results) if results.exists() else []
-    done = {r.extra.get("game") for r in rows}
-    minutes = {r.extra.get("game"): float(r.extra.get("minutes", 0)) for r in rows}  # a game's rows agree
-    spent_ns = sum(round(m * 60e9) for m in minutes.values())
-    budget_ns = None if config.budget.minutes is None else round(config.budget.minutes * 60e9)
-    box = tuple(Layout(config.size)["date_box"])
-    from hoi4_arena.sim.clock import HOURS_PER_SECOND
 
-    every = max(5, math.ceil(2 / (HOURS_PER_SECOND[config.speed - 1] * DECISION_NS / 1e9)) + 1)
-    # Without a decision limit a game held paused would never end: the time limit's decisions, and some.
-    cap = math.ceil(1.2 * config.max_days * decisions_per_day(config.speed)) + 100
-    started = time.perf_counter()
-    games_now = decisions_now = 0
-    outside: list[str] = []
-    interrupted = False
-    for index in range(config.budget.games):
-        if index in done:
-            continue
-        if budget_ns is not None and spent_ns >= budget_ns:
-            break
-        if options.wall_minutes and time.perf_counter() - started >= options.wall_minutes * 60:
-            break
-        plan = plan_game(config, index)
+@dataclasses.dataclass
+class PairOutcome:
+    """One pair game as the run writes it into OUT: its rows, and what the summary counts."""
+
+    index: int
+    session: str | None
+    """Its folder under OUT (g0000: manifest, worker logs, both sessions), None when it wrote none."""
+    rows: list[GameResult]
+    valid: bool
+    reason: str
+    winner: str | None
+    play_ns: int
+    """The first played side's play time: what the game spends of the minutes budget."""
+    decisions: int
+    outside: str | None = None
+    """The failed gate outside the players (OUTSIDE), with its reason."""
+
+
+class _PairRun:
+    """collect-pair's games: `plan(index)`, and `play(plan, out, left)`, which plays one into
+    out/g<index> and gives its `PairOutcome`; the same in the local loop and in a Ray task
+    (`play_pair_task`)."""
+
+    def __init__(
+        self,
+        options: CollectPairConfig,
+        config: PairConfig,
+        identities: list[dict[str, Any]],
+        players: _Players,
+        windows: Any,
+    ) -> None:
+        from hoi4_arena.sim.clock import HOURS_PER_SECOND
+        from hoi4_arena.sim.ui_layout import Layout
+
+        self.options, self.config, self.identities = options, config, identities
+        self.players, self.windows = players, windows
+        self.name = config.pair_id
+        self.box = tuple(Layout(config.size)["date_box"])
+        self.every = max(5, math.ceil(2 / (HOURS_PER_SECOND[config.speed - 1] * DECISION_NS / 1e9)) + 1)
+        # Without a decision limit a game held paused would never end: the time limit's decisions, and some.
+        self.cap = math.ceil(1.2 * config.max_days * decisions_per_day(config.speed)) + 100
+
+    def plan(self, index: int) -> PairPlan:
+        return plan_game(self.config, index)
+
+    def play(self, plan: PairPlan, out: Path, left: int | None) -> PairOutcome:
+        """Play game `plan` into out/g<index> with `left` of the minutes budget (None: no budget). A world
+        that cannot be opened is a UserError; Ctrl+C goes up (the unfinished sessions stay, replaced on
+        resume)."""
+        from hoi4_arena.screen.pair_worker import PairHub
+        from hoi4_arena.sessions.lock import remove_unfinished
+        from hoi4_arena.sessions.recorder import Recorder, RecorderSettings
+
+        config, options, identities, players = self.config, self.options, self.identities, self.players
+        box, every, index = self.box, self.every, plan.index
         folder = out / f"g{index:04d}"
         screen_sides = [s for s, i in plan.sides.items() if config.players[i].kind != "ai"]
         ai = {
@@ -558,10 +582,9 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
             for s in screen_sides
         }
         layouts = {s: players.layout(plan.sides[s]) for s in screen_sides}
-        left = None if budget_ns is None else budget_ns - spent_ns
         game_stack = contextlib.ExitStack()
         try:
-            if windows is None:
+            if self.windows is None:
                 hub = PairHub(
                     plan.spec,
                     plan.seed,
@@ -576,7 +599,7 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
                 game_stack.callback(hub.close)
             else:
                 hub = game_stack.enter_context(
-                    windows.open(
+                    self.windows.open(
                         arena=plan.spec,
                         seed=plan.seed,
                         layouts=layouts,
@@ -588,7 +611,7 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
         except WorkerError as error:
             game_stack.close()
             raise UserError(f"game {index}: the pair's world could not be opened: {error}") from None
-        try:
+        with game_stack:
             timed, settings_of, recorders, session_ids, probes = {}, {}, {}, {}, {}
             for side in screen_sides:
                 i = plan.sides[side]
@@ -598,7 +621,7 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
                     side=side,
                     speed=config.speed,
                     spec=plan.spec,
-                    max_decisions=config.max_decisions or cap,
+                    max_decisions=config.max_decisions or self.cap,
                     budget_ns=left,
                 )
                 if config.record:
@@ -614,7 +637,7 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
                             game="sim",
                             side=side,
                             after_winner_s=0.0,
-                            realtime=windows is not None,
+                            realtime=self.windows is not None,
                             extra={
                                 "pair": {
                                     "pair_id": config.pair_id,
@@ -627,13 +650,9 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
                         ),
                     )
             folder.mkdir(parents=True, exist_ok=True)
-            try:
-                sides = play_pair_game(
-                    hub, timed, settings_of, recorders=recorders, session_ids=session_ids, probes=probes
-                )
-            except KeyboardInterrupt:
-                interrupted = True
-                break
+            sides = play_pair_game(
+                hub, timed, settings_of, recorders=recorders, session_ids=session_ids, probes=probes
+            )
             for side, data in sides.items():
                 data.update(
                     samples=probes[side].samples, hours=probes[side].hours, match_ns=probes[side].match_ns
@@ -645,12 +664,13 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
                     player_error = f"player: {side}: {type(failed).__name__}: {failed}"
             gates = check_gates(sides, speed=config.speed, box=box, left=dict(hub.left))
             broken = next(((g, why) for g, why in gates.items() if why is not None and g != "winner"), None)
+            outside = None
             if player_error is not None:
                 reason = player_error  # what it caused (the other side's disconnect) is the player's too
             elif broken is not None:
                 reason = f"{broken[0]}: {broken[1]}"
                 if broken[0] in OUTSIDE:
-                    outside.append(f"game {index}: {reason}")
+                    outside = f"game {index}: {reason}"
             elif gates["winner"] is not None:
                 reason = next(r.reason for r in (d["record"] for d in sides.values()) if not r.valid)
             else:
@@ -660,26 +680,106 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
                 _write_worker_log(folder / f"worker-{side}.jsonl", hub.worker(side))
             manifest = _manifest(config, plan, identities, sides, gates, valid, reason, timed)
             (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        finally:
-            game_stack.close()
-        game_rows = _rows(config, plan, identities, sides, valid, reason, timed, folder.name)
-        for row in game_rows:
-            append_result(results, row)
-        rows += game_rows
         first = sides[screen_sides[0]]["record"]
-        spent_ns += first.play_ns
+        return PairOutcome(
+            index=index,
+            session=folder.name,
+            rows=_rows(config, plan, identities, sides, valid, reason, timed, folder.name),
+            valid=valid,
+            reason=reason,
+            winner=first.winner,
+            play_ns=first.play_ns,
+            decisions=sum(d["record"].decisions for d in sides.values()),
+            outside=outside,
+        )
+
+    def lost(self, plan: PairPlan, record: GameRecord) -> PairOutcome:
+        """A game whose Ray task died (`record`: the invalid record of it): invalid, its rows without a
+        session."""
+        sides = {s: {"record": record} for s in plan.sides if self.config.players[plan.sides[s]].kind != "ai"}
+        timed = {s: TimedPlayer(None) for s in sides}
+        rows = _rows(self.config, plan, self.identities, sides, False, record.reason, timed, "")
+        return PairOutcome(plan.index, None, rows, False, record.reason, None, 0, 0)
+
+
+def play_pair_task(run: _PairRun, plan: PairPlan, folder: Path, left: int | None) -> PairOutcome:
+    """A pair game in a Ray task (`cluster.ray_games.RayGames.play`'s game): played into `folder`."""
+    return run.play(plan, folder, left)
+
+
+def _collect_pair(
+    options: CollectPairConfig, config: PairConfig, windows: Any, cluster: Any
+) -> dict[str, Any]:
+    """run_collect_pair's games: in one headless `PairHub` each (`windows` None), or through `windows`
+    (a `screen.pair_windows.PairWindows`: each side's window on its own Xvfb, its own X11 worker); as
+    Ray tasks with `cluster` (a `cluster.ray_games.RayGames`, headless only), written into OUT in plan
+    order as the local loop writes them."""
+    out = options.out
+    settings = config.to_dict()
+    stored = _stored(out, settings)
+    out.mkdir(parents=True, exist_ok=True)
+    identities = freeze_players(config, out, stored)
+    (out / SETTINGS).write_text(json.dumps({"config": settings, "players": identities}, indent=1) + "\n")
+    if options.threads:
+        import torch
+
+        torch.set_num_threads(options.threads)
+    run = _PairRun(options, config, identities, _Players(config, identities, out), windows)
+    results = out / RESULTS
+    rows = read_results(results) if results.exists() else []
+    done = {r.extra.get("game") for r in rows}
+    minutes = {r.extra.get("game"): float(r.extra.get("minutes", 0)) for r in rows}  # a game's rows agree
+    spent_ns = sum(round(m * 60e9) for m in minutes.values())
+    budget_ns = None if config.budget.minutes is None else round(config.budget.minutes * 60e9)
+    started = time.perf_counter()
+    games_now = decisions_now = 0
+    outside: list[str] = []
+    interrupted = False
+
+    def budget_left() -> int | None:
+        return None if budget_ns is None else budget_ns - spent_ns
+
+    def wall_out() -> bool:
+        return bool(options.wall_minutes) and time.perf_counter() - started >= options.wall_minutes * 60
+
+    def finished(plan: PairPlan, game: PairOutcome | GameRecord) -> None:
+        nonlocal spent_ns, games_now, decisions_now
+        if isinstance(game, GameRecord):  # its Ray task died
+            game = run.lost(plan, game)
+        for row in game.rows:
+            append_result(results, row)
+        rows.extend(game.rows)
+        spent_ns += game.play_ns
         games_now += 1
-        decisions_now += sum(d["record"].decisions for d in sides.values())
+        decisions_now += game.decisions
+        if game.outside is not None:
+            outside.append(game.outside)
         if options.progress:
             from hoi4_arena.terminal import stderr
 
             stderr.print(
-                f"game {index} ({plan.spec} s{plan.seed}): "
+                f"game {plan.index} ({plan.spec} s{plan.seed}): "
                 + ", ".join(f"{identities[i]['name']} {s}" for s, i in plan.sides.items())
-                + f" -> {first.winner or 'draw'}"
-                + ("" if valid else f" [invalid: {reason}]"),
+                + f" -> {game.winner or 'draw'}"
+                + ("" if game.valid else f" [invalid: {game.reason}]"),
                 highlight=False,
             )
+
+    pending = (index for index in range(config.budget.games) if index not in done)
+    if cluster is not None:
+        interrupted = cluster.play(run, out, pending, budget_left, wall_out, finished, game=play_pair_task)
+    else:
+        for index in pending:
+            left = budget_left()
+            if (left is not None and left <= 0) or wall_out():
+                break
+            plan = run.plan(index)
+            try:
+                game = run.play(plan, out, left)
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            finished(plan, game)
     seconds = time.perf_counter() - started
     lates: list[float] = []  # every decision of every game in OUT, from the games' manifests
     for folder in sorted(out.glob("g[0-9][0-9][0-9][0-9]")):
@@ -716,6 +816,7 @@ def _collect_pair(options: CollectPairConfig, config: PairConfig, windows: Any) 
             "decisions_per_s": round(decisions_now / seconds, 1) if seconds > 0 and decisions_now else None,
         },
         "settings": settings,
+        **({} if cluster is None else {"ray": {"placed": cluster.placed, "stopped": cluster.stopped}}),
     }
 
 
@@ -877,7 +978,11 @@ def run_head_to_head(config: Any) -> dict[str, Any]:
         interrupted=interrupted,
         out=str(config.out),
         folders={"games": str(config.out / HEAD_TO_HEAD)},
-        collect_pair={k: summary[k] for k in ("games", "valid", "invalid", "late_ms", "deadline_miss")},
+        collect_pair={
+            k: summary[k]
+            for k in ("games", "valid", "invalid", "late_ms", "deadline_miss", "ray")
+            if k in summary
+        },
         failed_outside_players=outside,
         command="evaluate --head-to-head",
     )
@@ -933,9 +1038,15 @@ def _play_pair(
     pair_config = PairConfig.from_dict(data)  # bad players are refused before anything is written
     config_path = config.out / f"{label}.json"
     config_path.write_text(json.dumps(data, indent=1) + "\n")
-    summary = run_collect_pair(
-        CollectPairConfig(config_path, out, threads=config.threads, progress=config.progress), pair_config
+    options = CollectPairConfig(
+        config_path,
+        out,
+        threads=config.threads,
+        progress=config.progress,
+        ray=config.ray,
+        ray_games=config.ray_games,
     )
+    summary = run_collect_pair(options, pair_config)
     rows = read_results(out / RESULTS) if (out / RESULTS).exists() else []
     return pair_config, summary, rows
 

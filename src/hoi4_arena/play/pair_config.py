@@ -252,12 +252,21 @@ class CollectPairConfig:
     game: str = "sim"
     """sim: one headless world on a virtual clock; x11: real windows, each side's on its own private Xvfb, each
     driven by its own X11 worker, on the wall clock (both players must play through a screen)."""
+    ray: str | None = None
+    """Play each game (one world, both sides) as a Ray task: auto (this machine's cluster), local (a Ray
+    started for the run) or a head's HOST:PORT (`--ray` alone: auto); the same rows and sessions as
+    without (needs Ray: the package's cluster extra). --game sim only."""
+    ray_games: int = 0
+    """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
 
     def __post_init__(self) -> None:
         self.config, self.out = Path(self.config), Path(self.out)
         if self.game not in ("sim", "x11"):
             raise UserError(f"--game must be sim or x11, not {self.game!r}")
+        if self.ray is not None and self.game != "sim":
+            raise UserError("--ray plays pair games in headless worlds (--game sim), not --game x11")
         _whole(self.threads, "--threads", 0)
+        _whole(self.ray_games, "--ray-games", 0)
         if not self.barrier_timeout_s > 0:
             raise UserError(f"--barrier-timeout-s must be > 0, not {self.barrier_timeout_s!r}")
         if not self.wall_minutes >= 0:
