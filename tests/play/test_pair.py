@@ -158,6 +158,15 @@ def test_a_healthy_game_passes_the_screen_gates_a_paused_one_does_not() -> None:
     assert {g: why for g, why in gates.items() if why} == {"winner": gates["winner"]}  # cut by max_decisions
     assert "max_decisions" in gates["winner"]
     assert all(len(d["samples"]) >= 8 for d in sides.values())
+    # A world at half its speed is refused on the simulator's clock; on the wall clock (--game x11's
+    # windows, where a loaded machine slows it) only a faster one is.
+    for factor, lockstep, wall in ((0.5, True, False), (2.0, True, True)):
+        scaled = {
+            s: {**d, "hours": [(t, int(h * factor), o) for t, h, o in d["hours"]]} for s, d in sides.items()
+        }
+        for wall_clock, refused in ((False, lockstep), (True, wall)):
+            speed = check_gates(scaled, speed=5, box=BOX, left={}, wall_clock=wall_clock)["speed"]
+            assert (speed is not None) == refused, (factor, wall_clock, speed)
     gates, _ = _gated_game(
         lambda hub, side: _Pausing(hub, side) if side == "RED" else random_player(hub, side)
     )

@@ -315,12 +315,19 @@ def _near(pointer: tuple[int, int], box: tuple[int, int, int, int], margin: int 
 
 
 def check_gates(
-    sides: dict[str, dict[str, Any]], *, speed: int, box: tuple[int, int, int, int], left: dict[str, str]
+    sides: dict[str, dict[str, Any]],
+    *,
+    speed: int,
+    box: tuple[int, int, int, int],
+    left: dict[str, str],
+    wall_clock: bool = False,
 ) -> dict[str, str | None]:
     """Each gate's failure (a reason) or None (passed), from what each side's game and probe saw.
 
     `sides[side]`: `record` (its `GameRecord`), `error` (what its thread raised, or None), `samples` and
-    `hours` (its `GateProbe`'s). `left`: the barrier's sides that left, and why."""
+    `hours` (its `GateProbe`'s). `left`: the barrier's sides that left, and why. `wall_clock`: the world
+    ran on the wall clock (`--game x11`'s windows), where a loaded machine makes it slower than its speed
+    (each step is capped, as a game skips frames): the speed gate then refuses only a faster world."""
     from hoi4_arena.sim.clock import HOURS_PER_SECOND
 
     hps = HOURS_PER_SECOND[speed - 1]
@@ -379,7 +386,8 @@ def check_gates(
         if len(running) >= 2:
             (t0, h0), (t1, h1) = running[0], running[-1]
             expected = (t1 - t0) * hps / 1e9
-            if expected >= 72 and abs((h1 - h0) - expected) > 26 + 0.05 * expected:
+            off = (h1 - h0) - expected
+            if expected >= 72 and (off if wall_clock else abs(off)) > 26 + 0.05 * expected:
                 out["speed"] = (
                     f"{side}'s log ran {h1 - h0} game hours where speed {speed} gives {expected:.0f}"
                 )
@@ -662,7 +670,9 @@ class _PairRun:
                 failed = data["player_failed"] = timed[side].failed
                 if failed is not None and player_error is None:
                     player_error = f"player: {side}: {type(failed).__name__}: {failed}"
-            gates = check_gates(sides, speed=config.speed, box=box, left=dict(hub.left))
+            gates = check_gates(
+                sides, speed=config.speed, box=box, left=dict(hub.left), wall_clock=self.windows is not None
+            )
             broken = next(((g, why) for g, why in gates.items() if why is not None and g != "winner"), None)
             outside = None
             if player_error is not None:
