@@ -86,3 +86,22 @@ def test_the_simulators_arrow_cut_from_its_frames_is_its_sprite() -> None:
     assert np.array_equal(rgba[..., 3] >= 128, sprite[..., 3] >= 128)
     opaque = sprite[..., 3] >= 128
     assert np.array_equal(rgba[opaque, :3], sprite[opaque, :3])
+
+
+def test_the_arrow_is_found_over_a_gradient_that_holds_its_fill_colour_everywhere() -> None:
+    """A scrolling gradient holds every colour somewhere: boxes are proposed where both the fill's and the
+    outline's colours are (the fill alone proposed gradient bands and the arrow went unfound)."""
+    from hoi4_arena.screen.pointer_templates import PointerTemplate
+    from hoi4_arena.sim.cursor import cursor_sprite, draw_pointer
+
+    rgba, hotspot = cursor_sprite()
+    finder = PointerFinder([PointerTemplate(np.ascontiguousarray(rgba), tuple(hotspot), "sim", "arrow")])
+    height, width = 1080, 1920  # a full screen: more of the gradient's bands than candidate boxes
+    y, x = np.arange(height)[:, None], np.arange(width)[None, :]
+    for i, place in enumerate([(200, 150), (1517, 41), (33, 900), (1330, 590)]):
+        frame = np.empty((height, width, 3), np.uint8)
+        frame[..., 0], frame[..., 1] = (x + 4 * i) % 256, (y + 2 * i) % 256
+        frame[..., 2] = ((x + y) // 8 + i) % 256
+        draw_pointer(frame, place)
+        found = finder.find(frame)
+        assert found is not None and (found.x, found.y) == place and found.confidence > 0.95, (place, found)

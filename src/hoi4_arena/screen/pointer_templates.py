@@ -255,6 +255,27 @@ def _box_scores(frame: np.ndarray, template: PointerTemplate, x0: int, y0: int, 
     return scores, x0, y0
 
 
+def _key_colours(template: PointerTemplate) -> list[tuple[np.ndarray, int, int]]:
+    """The sprite's commonest opaque colour and the commonest of those far from it (sum of channel
+    differences over 36; none for a sprite of one colour): each (colour, grid step, its pixels there)."""
+    rgba = template.rgba[..., :3].astype(np.int16)
+    pixels = template.rgba[template.opaque][:, :3]
+    values, counts = np.unique(pixels, axis=0, return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    first = values[order[0]].astype(np.int16)
+    chosen = [first]
+    for index in order[1:]:
+        if np.abs(values[index].astype(np.int16) - first).sum() > 36:
+            chosen.append(values[index].astype(np.int16))
+            break
+    keys = []
+    for key in chosen:
+        near = (np.abs(rgba - key).sum(-1) <= 36) & template.opaque
+        block = near[:-1, :-1] & near[1:, :-1] & near[:-1, 1:] & near[1:, 1:]
+        keys.append((key, 2 if block.any() else 1, int(near.sum())))
+    return keys
+
+
 class PointerFinder:
     """Finds the pointer frame after frame (see the module docstring); keeps the last position."""
 
@@ -264,18 +285,15 @@ class PointerFinder:
         self.templates = templates
         self.min_confidence = min_confidence
         self.last: PointerMatch | None = None
-        # Each template's commonest opaque colour proposes where to look in the whole frame, looked for
-        # on every second row and column where the sprite has a 2x2 block of it (such a block always
-        # covers one of those pixels), on every pixel otherwise: a cursor of 1-pixel lines (a cross)
-        # can sit wholly between them.
-        self._keys = []
+        # Each template's two commonest opaque colours (two that differ: a fill and an outline) propose
+        # where to look in the whole frame: a box must hold both, so a background that holds one colour
+        # everywhere (a gradient, a sea of the fill's colour) proposes nothing. Each is looked for on every
+        # second row and column where the sprite has a 2x2 block of it (such a block always covers one of
+        # those pixels), on every pixel otherwise: a cursor of 1-pixel lines (a cross) can sit wholly
+        # between them.
+        self._keys: list[list[tuple[np.ndarray, int, int]]] = []
         for template in templates:
-            pixels = template.rgba[template.opaque][:, :3]
-            values, counts = np.unique(pixels, axis=0, return_counts=True)
-            key = values[int(np.argmax(counts))].astype(np.int16)
-            near = (np.abs(template.rgba[..., :3].astype(np.int16) - key).sum(-1) <= 36) & template.opaque
-            block = near[:-1, :-1] & near[1:, :-1] & near[:-1, 1:] & near[1:, 1:]
-            self._keys.append((key, 2 if block.any() else 1))
+            self._keys.append(_key_colours(template))
 
     def _best_in(self, frame: np.ndarray, x0: int, y0: int, x1: int, y1: int) -> PointerMatch | None:
         best = None
@@ -303,17 +321,44 @@ class PointerFinder:
         return best
 
     def _proposals(self, frame: np.ndarray) -> list[tuple[int, int]]:
-        """Centres of the boxes (2 * LOCAL pixels wide) that hold the most pixels near a key colour."""
-        cell = LOCAL  # boxes of LOCAL x LOCAL frame pixels
-        votes: dict[tuple[int, int], int] = {}
-        for key, step in self._keys:
-            near = np.abs(frame[::step, ::step].astype(np.int16) - key).sum(-1) <= 36
-            ys, xs = np.nonzero(near)
-            weight = step * step  # a vote stands for the pixels its grid point stands for
-            for by, bx in zip((ys * step // cell).tolist(), (xs * step // cell).tolist(), strict=True):
-                votes[by, bx] = votes.get((by, bx), 0) + weight
-        ranked = sorted(votes.items(), key=lambda item: -item[1])[:CANDIDATE_BOXES]
-        return [(bx * cell + cell // 2, by * cell + cell // 2) for (by, bx), _ in ranked]
+        """Centres of the boxes (2 * LOCAL pixels wide, a LOCAL apart) where each template's key colours
+        are all present, the best first: a box's score is its scarcest key's pixels there over that key's
+        pixels in the sprite (1 where a whole sprite lies). Where fewer boxes than CANDIDATE_BOXES hold
+        every key (a codec shifted the outline's colour), the boxes with most of the first key follow."""
+        cell = LOCAL
+        height, width = frame.shape[:2]
+        rows, cols = -(-height // cell), -(-width // cell)
+        every: list[tuple[float, int, int]] = []
+        first: list[tuple[float, int, int]] = []
+        for keys in self._keys:
+            shares = [self._key_boxes(frame, key, step, rows, cols) / pixels for key, step, pixels in keys]
+            score = np.minimum.reduce(shares)
+            for ranked, grid in ((every, score), (first, shares[0])):
+                by, bx = np.nonzero(grid > 0)
+                ranked += [
+                    (float(grid[y, x]), int(y), int(x)) for y, x in zip(by.tolist(), bx.tolist(), strict=True)
+                ]
+        proposals: list[tuple[int, int]] = []
+        for ranked in (every, first):
+            ranked.sort(key=lambda item: -item[0])
+            for _, by, bx in ranked:
+                if len(proposals) == CANDIDATE_BOXES:
+                    return proposals
+                if (bx * cell + cell, by * cell + cell) not in proposals:
+                    proposals.append((bx * cell + cell, by * cell + cell))
+        return proposals
+
+    @staticmethod
+    def _key_boxes(frame: np.ndarray, key: np.ndarray, step: int, rows: int, cols: int) -> np.ndarray:
+        """(rows, cols): the frame's pixels near `key` in each box of 2x2 cells of LOCAL pixels (so a
+        sprite across a cell's edge is whole in one box), counted on a grid of `step`."""
+        cell = LOCAL
+        near = np.abs(frame[::step, ::step].astype(np.int16) - key).sum(-1) <= 36
+        ys, xs = np.nonzero(near)
+        counts = np.bincount((ys * step // cell) * cols + xs * step // cell, minlength=rows * cols)
+        padded = np.zeros((rows + 1, cols + 1))
+        padded[:rows, :cols] = counts.reshape(rows, cols) * (step * step)
+        return padded[:-1, :-1] + padded[1:, :-1] + padded[:-1, 1:] + padded[1:, 1:]
 
     def find(self, frame: np.ndarray) -> PointerMatch | None:
         """The pointer in `frame` ((H, W, 3) uint8 RGB), or None when no template matches well enough."""
