@@ -17,9 +17,9 @@ pointer_px; `hoi4-arena pointer OUT --from-session SESSION`), and `save_template
 box, and returns the best position's hotspot with a confidence in 0..1 (1: every opaque pixel
 exact; 0: off by 64 levels per channel on average, or worse). A sprite less than a sixth on screen is
 not found. It searches around the last position found first and, when the pointer is not there, the
-whole frame: pixels close to a sprite's commonest opaque colour (on every second row and column, or
-on every pixel for a sprite with no 2x2 block of that colour) propose boxes, and the boxes that hold
-the most of them are searched in full. A sprite cut by the screen's edge is scored on its pixels
+whole frame: boxes that hold pixels close to both of a sprite's two commonest opaque colours (a fill
+and an outline; each looked for on every second row and column, or on every pixel for a sprite with no
+2x2 block of it) are searched in full, then those with most of the commonest alone. A sprite cut by the screen's edge is scored on its pixels
 inside the frame.
 
 Try: .venv/bin/python -m hoi4_arena.screen.pointer_templates runs/pointers
