@@ -105,3 +105,43 @@ def test_the_arrow_is_found_over_a_gradient_that_holds_its_fill_colour_everywher
         draw_pointer(frame, place)
         found = finder.find(frame)
         assert found is not None and (found.x, found.y) == place and found.confidence > 0.95, (place, found)
+
+
+def _loop_scores(frame, template, x0, y0, x1, y1):
+    """The scores written the plain way: every position, every opaque pixel inside the frame."""
+    th, tw = template.rgba.shape[:2]
+    height, width = frame.shape[:2]
+    x0, y0, x1, y1 = max(x0, 1 - tw), max(y0, 1 - th), min(x1, width), min(y1, height)
+    ys, xs = np.nonzero(template.opaque)
+    scores = np.full((y1 - y0, x1 - x0), np.inf)
+    for y in range(y0, y1):
+        for x in range(x0, x1):
+            fy, fx = ys + y, xs + x
+            keep = (fy >= 0) & (fy < height) & (fx >= 0) & (fx < width)
+            if keep.sum() * 6 < len(ys):
+                continue
+            diff = np.abs(
+                frame[fy[keep], fx[keep]].astype(int) - template.rgba[ys[keep], xs[keep], :3].astype(int)
+            )
+            scores[y - y0, x - x0] = diff.sum() / (keep.sum() * 3)
+    return scores, x0, y0
+
+
+def test_box_scores_equal_the_plain_sum_over_the_sprites_pixels_at_the_frames_edges_too() -> None:
+    from hoi4_arena.screen.pointer_templates import PointerTemplate, _box_scores
+
+    rng = np.random.default_rng(3)
+    frame = rng.integers(0, 256, (40, 56, 3), dtype=np.uint8)
+    for colours in (2, 40):  # a drawn sprite of two colours, and one cut from lossy video
+        rgba = np.zeros((9, 7, 4), np.uint8)
+        rgba[..., :3] = rng.integers(0, colours, (9, 7, 1)) * (255 // colours)
+        rgba[..., 3] = np.where(rng.random((9, 7)) < 0.6, 255, 0)
+        template = PointerTemplate(rgba, (1, 1))
+        for box in ((-10, -12, 14, 9), (20, 15, 60, 45), (0, 0, 56, 40)):
+            fast, fx, fy = _box_scores(frame, template, *box)
+            slow, sx, sy = _loop_scores(frame, template, *box)
+            assert (fx, fy) == (sx, sy)
+            assert fast.shape == slow.shape
+            assert np.array_equal(np.isinf(fast), np.isinf(slow))
+            finite = np.isfinite(slow)
+            assert np.allclose(fast[finite], slow[finite], rtol=0, atol=1e-9)

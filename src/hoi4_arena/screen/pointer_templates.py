@@ -19,7 +19,8 @@ exact; 0: off by 64 levels per channel on average, or worse). A sprite less than
 not found. It searches around the last position found first and, when the pointer is not there, the
 whole frame: boxes that hold pixels close to both of a sprite's two commonest opaque colours (a fill
 and an outline; each looked for on every second row and column, or on every pixel for a sprite with no
-2x2 block of it) are searched in full, then those with most of the commonest alone. A sprite cut by the screen's edge is scored on its pixels
+2x2 block of it) are searched in full, then those with most of the commonest alone. A position's score is a sum of FFT
+correlations, one per distinct colour of the sprite, exact after rounding. A sprite cut by the screen's edge is scored on its pixels
 inside the frame.
 
 Try: .venv/bin/python -m hoi4_arena.screen.pointer_templates runs/pointers
@@ -240,17 +241,30 @@ def _box_scores(frame: np.ndarray, template: PointerTemplate, x0: int, y0: int, 
     cx0, cy0, cx1, cy1 = max(rx0, 0), max(ry0, 0), min(rx1, width), min(ry1, height)
     region[cy0 - ry0 : cy1 - ry0, cx0 - rx0 : cx1 - rx0] = frame[cy0:cy1, cx0:cx1]
     inside[cy0 - ry0 : cy1 - ry0, cx0 - rx0 : cx1 - rx0] = 1
+    # Sum over the sprite's opaque pixels of |frame - colour|: for each of the sprite's distinct colours,
+    # the region's distance to it correlated with that colour's pixels (one FFT product per colour, one
+    # inverse for all), and the pixels inside the frame correlated with the whole sprite. Every term is a
+    # whole number, so rounding makes the sums exact (the same scores as a loop over the pixels).
     mask = template.opaque
+    pixels = template.rgba[mask][:, :3]
+    colours, which = np.unique(pixels, axis=0, return_inverse=True)
+    shape = region.shape[:2]
     ys, xs = np.nonzero(mask)
-    colours = template.rgba[ys, xs, :3].astype(np.float32)  # (P, 3)
+    flipped_ys, flipped_xs = th - 1 - ys, tw - 1 - xs  # correlation as a convolution with the flipped sprite
+
+    def spectrum_of(points: np.ndarray) -> np.ndarray:
+        kernel = np.zeros(shape)
+        kernel[flipped_ys[points], flipped_xs[points]] = 1.0
+        return np.fft.rfft2(kernel)
+
+    total_hat = 0
+    for number, colour in enumerate(colours.astype(np.float32)):
+        distance = np.abs(region - colour).sum(-1) * inside
+        total_hat = total_hat + np.fft.rfft2(distance) * spectrum_of(which.ravel() == number)
+    count_hat = np.fft.rfft2(inside) * spectrum_of(np.ones(len(ys), bool))
     h, w = y1 - y0, x1 - x0
-    total = np.zeros((h, w), np.float32)
-    count = np.zeros((h, w), np.float32)
-    for (dy, dx), colour in zip(zip(ys.tolist(), xs.tolist(), strict=True), colours, strict=True):
-        patch = region[dy : dy + h, dx : dx + w]
-        valid = inside[dy : dy + h, dx : dx + w]
-        total += np.abs(patch - colour).sum(-1) * valid
-        count += valid
+    total = np.rint(np.fft.irfft2(total_hat, shape)[th - 1 : th - 1 + h, tw - 1 : tw - 1 + w])
+    count = np.rint(np.fft.irfft2(count_hat, shape)[th - 1 : th - 1 + h, tw - 1 : tw - 1 + w])
     scores = np.where(count * 6 >= len(ys), total / np.maximum(count * 3, 1), np.inf)
     return scores, x0, y0
 
@@ -353,7 +367,14 @@ class PointerFinder:
         """(rows, cols): the frame's pixels near `key` in each box of 2x2 cells of LOCAL pixels (so a
         sprite across a cell's edge is whole in one box), counted on a grid of `step`."""
         cell = LOCAL
-        near = np.abs(frame[::step, ::step].astype(np.int16) - key).sum(-1) <= 36
+        # Each channel's distance to the key read from a table, capped at 37 so the sum stays in a byte:
+        # the sum is at most 36 exactly when the true one is (a capped channel alone exceeds it).
+        table = np.minimum(np.abs(np.arange(256)[:, None] - key[None, :]), 37).astype(np.uint8)
+        grid = frame[::step, ::step]
+        distance = np.take(table[:, 0], grid[..., 0])
+        distance += np.take(table[:, 1], grid[..., 1])
+        distance += np.take(table[:, 2], grid[..., 2])
+        near = distance <= 36
         ys, xs = np.nonzero(near)
         counts = np.bincount((ys * step // cell) * cols + xs * step // cell, minlength=rows * cols)
         padded = np.zeros((rows + 1, cols + 1))
