@@ -167,6 +167,18 @@ def test_a_healthy_game_passes_the_screen_gates_a_paused_one_does_not() -> None:
         for wall_clock, refused in ((False, lockstep), (True, wall)):
             speed = check_gates(scaled, speed=5, box=BOX, left={}, wall_clock=wall_clock)["speed"]
             assert (speed is not None) == refused, (factor, wall_clock, speed)
+    # On the wall clock two workers never read their logs at one instant: each hour is compared with the
+    # other side's reads just before and after it. RED's reads 100 ms later pass; a day ahead they do not.
+    for ahead, desync in ((0, False), (48, True)):
+        shifted = {
+            s: {**d, "hours": [(t + 100_000_000, h + ahead, o) for t, h, o in d["hours"]]}
+            if s == "RED"
+            else d
+            for s, d in sides.items()
+        }
+        found = check_gates(shifted, speed=5, box=BOX, left={}, wall_clock=True)["desync"]
+        assert (found is not None) == desync, (ahead, found)
+        assert found is None or "other days" in found
     gates, _ = _gated_game(
         lambda hub, side: _Pausing(hub, side) if side == "RED" else random_player(hub, side)
     )

@@ -47,7 +47,8 @@ def test_two_random_players_play_one_gated_game_through_two_windows(tmp_path: Pa
     assert len({r.extra["declarer"] for r in rows}) == 1  # both harnesses read the one coin of the one world
     for side in ("BLU", "RED"):
         data = manifest["sides"][side]
-        assert data["decisions"] > 5 and len(data["late_ms"]) == data["decisions"]
+        # Six game days are six wall seconds: about 30 decisions on a quiet machine, 4 were seen at load 5.
+        assert data["decisions"] >= 3 and len(data["late_ms"]) == data["decisions"]
         session = out / "g0000" / side
         assert json.loads((session / "manifest.json").read_text())["side"] == side
         assert check_session(session)["verdict"] == "ok"

@@ -32,7 +32,8 @@ worker read; the first that fails marks the game invalid with its reason (the ga
 - healthy: no worker refused a request, no harness error;
 - disconnect: no side left early (a player that raised, a barrier wait that timed out);
 - paused: the date box never froze while the world ran on (nobody held the game paused);
-- desync: the two screens' date boxes agree whenever both were read at one instant (pointer away);
+- desync: the two screens' date boxes agree whenever both were read at one instant (pointer away),
+  and each log's game hour lies within a day of the other's read just before and after it;
 - speed: the game hours the log shows match the match's speed over its play time;
 - winner: the log named a winner or a draw, and both sides saw the same end.
 
@@ -59,6 +60,7 @@ Try: hoi4-arena collect-pair pair.json runs/pair   (with {"pair_id": "t", "playe
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import hashlib
@@ -376,9 +378,17 @@ def check_gates(
             if t in at_b and not _near(pa, box) and not _near(at_b[t][0], box) and at_b[t][1] != crop:
                 out["desync"] = f"{sa}'s and {sb}'s screens showed other dates at {t / 1e9:.2f} s"
                 break
-        hours_b = {t: h for t, h, _ in db["hours"]}
+        # The logs' game hours: one world's hours only grow, so the hour A read at t lies between the
+        # hours B read just before and just after t (the same instant in lockstep; on the wall clock,
+        # where two workers never read at one instant, its neighbours), within a day.
+        times_b = [t for t, _, _ in db["hours"]]
+        hours_b = [h for _, h, _ in db["hours"]]
         for t, h, _ in da["hours"]:
-            if out["desync"] is None and t in hours_b and abs(hours_b[t] - h) >= 24:
+            after = bisect.bisect_left(times_b, t)
+            before = after if after < len(times_b) and times_b[after] == t else after - 1
+            if out["desync"] is not None or before < 0 or after >= len(times_b):
+                continue
+            if h <= hours_b[before] - 24 or h >= hours_b[after] + 24:
                 out["desync"] = f"{sa}'s and {sb}'s logs showed other days at {t / 1e9:.2f} s"
     # Speed: the log's game hours over the play time before the end, against the match speed.
     for side, data in sides.items():
