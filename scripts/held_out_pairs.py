@@ -1,19 +1,21 @@
 """Play checkpoints on maps no training run here used, and pair their records game by game (docs/rl.md).
 
-Two evaluation sets of 40 games each, 20 map seeds never trained on (1000-1019), each from both sides,
-game seeds 3000-3019 (game 2k and 2k + 1 play seed 3000 + k, BLU first):
+Two evaluation sets of 80 games each: 40 map seeds never trained on (1000-1039), each from both sides,
+game seeds 3000-3039 (games 2k and 2k + 1 play seed 3000 + k on the k-th map, BLU first), played in
+two parts of 40 games (part 0: maps 1000-1019, part 1: maps 1020-1039):
 
 - `train-presets`: plains, passes, marsh, bay, salient and ford in turn (the presets train-ppo's
   measured run trained on, at map seeds 0-99);
 - `river`: the river preset, held out of that training entirely.
 
-    python scripts/held_out_pairs.py play OUT NAME CHECKPOINT SET   one player's 40 games (resumes)
-    python scripts/held_out_pairs.py report OUT A B                 A against B on every set both played
+    python scripts/held_out_pairs.py play OUT NAME CHECKPOINT SET [PART]   one part's 40 games (resumes)
+    python scripts/held_out_pairs.py report OUT A B        A against B on every set and part both played
 
 `play` plays as the quickstart evaluates (on each move's likeliest spot, follow-through, the memory
-reset every 8 decisions), 960x540, speed 5, 365 days, not recorded, into OUT/SET/NAME/. The scripted
-player's games on the same set: `hoi4-arena record-ai OUT/SET/scripted --player scripted --arena
-"$(python scripts/held_out_pairs.py maps SET)" --games 40 --seed 3000`. `report` prints each set's
+reset every 8 decisions), 960x540, speed 5, 365 days, not recorded, into OUT/SET/NAME/ (part 1:
+OUT/SET/NAME-part1/). The scripted player's games on part 0 of a set: `hoi4-arena record-ai
+OUT/SET/scripted --player scripted --arena "$(python scripts/held_out_pairs.py maps SET)" --games 40
+--seed 3000`. `report` prints each set's
 paired comparison (evaluation/paired.compare: Newcombe's interval and the exact McNemar test of the win
 rates, the sign-flip test of the scores) and the setup completions' discordant pairs with their exact
 McNemar p, and writes OUT/report-A-B.json.
@@ -29,28 +31,35 @@ from pathlib import Path
 TRAIN_PRESETS = ("plains", "passes", "marsh", "bay", "salient", "ford")
 SETS = ("train-presets", "river")
 SEED = 3000
-MAP_SEEDS = range(1000, 1020)
+FIRST_MAP = 1000
+PART_PAIRS = 20
+PARTS = 2
 
 
-def maps(which: str) -> str:
-    """The set's 20 maps, comma-separated, in play order (pair k on the k-th)."""
+def maps(which: str, part: int = 0) -> str:
+    """The part's 20 maps, comma-separated, in play order (its pair k on the k-th)."""
     if which not in SETS:
         sys.exit(f"error: unknown set {which!r}: {', '.join(SETS)}")
-    names = [TRAIN_PRESETS[k % 6] if which == "train-presets" else "river" for k in range(len(MAP_SEEDS))]
-    return ",".join(f"{name}:{seed}" for name, seed in zip(names, MAP_SEEDS, strict=True))
+    ks = range(part * PART_PAIRS, (part + 1) * PART_PAIRS)
+    names = [TRAIN_PRESETS[k % 6] if which == "train-presets" else "river" for k in ks]
+    return ",".join(f"{name}:{FIRST_MAP + k}" for name, k in zip(names, ks, strict=True))
 
 
-def play(out: Path, name: str, checkpoint: str, which: str) -> None:
+def folder(out: Path, which: str, name: str, part: int) -> Path:
+    return out / which / (name if part == 0 else f"{name}-part{part}")
+
+
+def play(out: Path, name: str, checkpoint: str, which: str, part: int = 0) -> None:
     from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
     from hoi4_arena.quickstart import PLAY_SETTINGS
 
     config = PlayConfig(
         checkpoint=checkpoint,
-        out=out / which / name,
+        out=folder(out, which, name, part),
         name=name,
-        games=2 * len(MAP_SEEDS),
-        arena=maps(which),
-        seed=SEED,
+        games=2 * PART_PAIRS,
+        arena=maps(which, part),
+        seed=SEED + part * PART_PAIRS,
         size=(540, 960),
         speed=5,
         max_days=365,
@@ -74,11 +83,20 @@ def report(out: Path, a: str, b: str) -> None:
 
     found = {}
     for which in SETS:
-        files = [out / which / name / "results.jsonl" for name in (a, b)]
-        if not all(f.exists() for f in files):
+        parts = [
+            part
+            for part in range(PARTS)
+            if all((folder(out, which, name, part) / "results.jsonl").exists() for name in (a, b))
+        ]
+        if not parts:
             continue
-        rows_a, rows_b = (read_results(f) for f in files)
-        result = compare(rows_a, rows_b, planned_keys(len(MAP_SEEDS), SEED), names=(a, b))
+        rows_a, rows_b = (
+            [row for part in parts for row in read_results(folder(out, which, name, part) / "results.jsonl")]
+            for name in (a, b)
+        )
+        planned = [key for part in parts for key in planned_keys(PART_PAIRS, SEED + part * PART_PAIRS)]
+        result = compare(rows_a, rows_b, planned, names=(a, b))
+        result["parts"] = parts
         done = {name: {(r.seed, r.side): r for r in rows} for name, rows in ((a, rows_a), (b, rows_b))}
         keys = set(done[a]) & set(done[b])
         complete = {
@@ -97,7 +115,7 @@ def report(out: Path, a: str, b: str) -> None:
         print(
             f"{which}: {a} {ra['wins']}/{ra['draws']}/{ra['losses']} (setup {ra['setup']['complete']}), "
             f"{b} {rb['wins']}/{rb['draws']}/{rb['losses']} (setup {rb['setup']['complete']}); "
-            f"{result['paired_games']} pairs{'' if result['complete'] else ' (incomplete)'}; "
+            f"{result['paired_games']} pairs (parts {parts}){'' if result['complete'] else ' (incomplete)'}; "
             f"win rate {win['estimate']:+.3f} [{win['low']:+.3f}, {win['high']:+.3f}] p {win['p_value']:.3g}; "
             f"score {score['estimate']:+.3f} p {score['p_value']:.3g}; "
             f"setup only {a} {only_a}, only {b} {only_b}, p {result['setup_complete']['p_value']:.3g}"
@@ -109,12 +127,12 @@ def report(out: Path, a: str, b: str) -> None:
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:1] == ["play"] and len(args) == 5:
-        play(Path(args[1]), args[2], args[3], args[4])
+    if args[:1] == ["play"] and len(args) in (5, 6):
+        play(Path(args[1]), args[2], args[3], args[4], int(args[5]) if len(args) == 6 else 0)
     elif args[:1] == ["report"] and len(args) == 4:
         report(Path(args[1]), args[2], args[3])
-    elif args[:1] == ["maps"] and len(args) == 2:
-        print(maps(args[1]))
+    elif args[:1] == ["maps"] and len(args) in (2, 3):
+        print(maps(args[1], int(args[2]) if len(args) == 3 else 0))
     else:
         sys.exit(__doc__)
 
