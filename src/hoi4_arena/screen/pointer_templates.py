@@ -19,9 +19,9 @@ exact; 0: off by 64 levels per channel on average, or worse). A sprite less than
 not found. It searches around the last position found first and, when the pointer is not there, the
 whole frame: boxes that hold pixels close to both of a sprite's two commonest opaque colours (a fill
 and an outline; each looked for on every second row and column, or on every pixel for a sprite with no
-2x2 block of it) are searched in full, then those with most of the commonest alone. A position's score is a sum of FFT
-correlations, one per distinct colour of the sprite, exact after rounding. A sprite cut by the screen's edge is scored on its pixels
-inside the frame.
+2x2 block of it) are searched in full, then those with most of the commonest alone. A box's scores are
+sums of FFT correlations, one per distinct colour of the sprite, exact after rounding. A sprite cut by
+the screen's edge is scored on its pixels inside the frame.
 
 Try: .venv/bin/python -m hoi4_arena.screen.pointer_templates runs/pointers
 """
