@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import sys
-from math import comb
 from pathlib import Path
 
 TRAIN_PRESETS = ("plains", "passes", "marsh", "bay", "salient", "ford")
@@ -70,15 +69,8 @@ def play(out: Path, name: str, checkpoint: str, which: str, part: int = 0) -> No
     print(json.dumps(run_play_policy(config), default=str))
 
 
-def _exact_mcnemar(only_a: int, only_b: int) -> float:
-    pairs = only_a + only_b
-    return (
-        min(1.0, 2 * sum(comb(pairs, i) for i in range(min(only_a, only_b) + 1)) / 2**pairs) if pairs else 1.0
-    )
-
-
 def report(out: Path, a: str, b: str) -> None:
-    from hoi4_arena.evaluation.paired import compare, planned_keys
+    from hoi4_arena.evaluation.paired import compare, mcnemar_exact, planned_keys
     from hoi4_arena.results import read_results
 
     found = {}
@@ -107,7 +99,7 @@ def report(out: Path, a: str, b: str) -> None:
         result["setup_complete"] = {
             "only_a": only_a,
             "only_b": only_b,
-            "p_value": _exact_mcnemar(only_a, only_b),
+            "p_value": mcnemar_exact(only_a, only_b),
         }
         found[which] = result
         ra, rb = result["records"]["a"], result["records"]["b"]

@@ -20,10 +20,10 @@ import torch
 
 from hoi4_arena.data.loader import WindowLoader
 from hoi4_arena.errors import UserError
-from hoi4_arena.training.critic import critic_values, data_settings, load_critic
+from hoi4_arena.training.critic import data_settings, held_out_report, load_critic
 from hoi4_arena.training.state_value import game_report, load_state_value
-from hoi4_arena.training.value_data import value_games
-from hoi4_arena.training.value_report import by_day_table, report
+from hoi4_arena.training.value_data import ValueData, value_games
+from hoi4_arena.training.value_report import by_day_table
 
 
 def main() -> None:
@@ -58,14 +58,11 @@ def main() -> None:
             policy = checkpoint.policy.to(device)
             window = int(checkpoint.extra["critic"]["config"].get("window", 16))
             data = value_games(args.data, layout=policy.config.layout, need_val=False, val_share=0)
-            games = data.train + data.val
-            out["games"] = len(games)
+            held = ValueData(data.data_dir, [], data.train + data.val, "all", data.skipped)  # all held out
+            out["games"] = len(held.val)
             settings = data_settings(policy, window=window, lead_in=0, batch=8, hold_gb=0, seed=0)
             with WindowLoader(settings, 0) as loader:
-                values = critic_values(policy, loader, [g.source for g in games], device)
-            out["critic"] = report(
-                [values[g.id] for g in games], [g.days for g in games], [g.outcome for g in games], base
-            )
+                out["critic"] = held_out_report(policy, loader, held, base, device)
             print("critic\n" + by_day_table(out["critic"]), file=sys.stderr)
     except UserError as error:
         sys.exit(f"error: {error}")
