@@ -84,7 +84,9 @@ def held_out(idm: str, sessions: list[Path], out: Path, pointers: str | None, ba
         for sid, tokens in truth.items():
             labels = read_labels(folder / sid).tokens
             if len(labels) != len(tokens):
-                raise UserError(f"{sid}: {len(labels)} labelled decisions in {folder}, {len(tokens)} recorded")
+                raise UserError(
+                    f"{sid}: {len(labels)} labelled decisions in {folder}, {len(tokens)} recorded"
+                )
             predicted.append(labels)
             wanted.append(tokens)
             sources += [by_session[sid]["source"]] * len(tokens)
@@ -93,7 +95,10 @@ def held_out(idm: str, sessions: list[Path], out: Path, pointers: str | None, ba
         for source in sorted(set(sources)):
             result[name][source] = report(p[s == source], t[s == source])
     noop = np.concatenate(list(truth.values()))[..., 0] == 0
-    result["all_no_ops"] = {"kind_accuracy": float(noop.mean()), "decision_kind_accuracy": float(noop.all(-1).mean())}
+    result["all_no_ops"] = {
+        "kind_accuracy": float(noop.mean()),
+        "decision_kind_accuracy": float(noop.all(-1).mean()),
+    }
     return result
 
 
@@ -113,7 +118,9 @@ def table(result: dict) -> str:
             ]
             rows.append(" ".join(cells))
     base = result["all_no_ops"]
-    rows.append(f"all no-ops: kinds {base['kind_accuracy']:.3f}, decisions {base['decision_kind_accuracy']:.3f}")
+    rows.append(
+        f"all no-ops: kinds {base['kind_accuracy']:.3f}, decisions {base['decision_kind_accuracy']:.3f}"
+    )
     return "\n".join(rows)
 
 
