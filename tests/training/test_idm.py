@@ -84,7 +84,7 @@ def test_report_counts_kinds_keys_buttons_and_pointer_error() -> None:
 def test_a_tiny_idm_fits_the_marker_game(trained) -> None:
     _, out, summary = trained
     held = summary["held_out"]  # the same game again: the fit, by argmax labels
-    assert summary["stopped"] == "epochs" and summary["window"] == {"behind": 0, "ahead": 1}
+    assert summary["stopped"] == "epochs" and summary["window"] == {"behind": 0, "ahead": 1, "sequence": 0}
     # Labelling every decision a no-op scores 0.84, 0 and 0: the fit must beat that clearly.
     assert held["kind_accuracy"] >= 0.9, held
     assert held["decision_kind_accuracy_with_input"] >= 0.5, held
@@ -172,8 +172,6 @@ def test_bad_input_is_refused(tmp_path) -> None:
         load_idm(policy)
     with pytest.raises(UserError, match="cnn_clip"):
         config(tmp_path, tmp_path / "o", encoder="cnn_clip")
-    with pytest.raises(UserError, match="--sequence is not built"):
-        config(tmp_path, tmp_path / "o", sequence=True)
     with pytest.raises(UserError, match="multiple of 0.2"):
         config(tmp_path, tmp_path / "o", ahead=0.3)
     with pytest.raises(UserError, match="log-likelihood"):
