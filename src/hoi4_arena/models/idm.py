@@ -16,6 +16,13 @@ so a given decision's tokens have an exact log-likelihood (`ActionHead.score`, t
 labelling is the head's argmax decoding, each token's log-likelihood read back by scoring it.
 The memory, value head and previous-action input of the policy have no place here.
 
+With `sequence` S >= 1 one window of behind + S + ahead frames holds S consecutive decisions: each frame
+is encoded once (encoder, detail, cell map), and each decision reads its own sub-window of
+behind + 1 + ahead frames of those encodings through the same layers as above (offsets, read queries,
+motion, context, cells), so its tokens are the same function of the same frames as with sequence 0 (the
+weights have the same shapes and are interchangeable), at S + behind + ahead frame encodings per S
+decisions instead of S * (behind + 1 + ahead).
+
 Checkpoints (`save_idm`/`load_idm`) hold plain content like the policy's (weights_only loading): format
 "hoi4-arena-idm", the IDM config, layout name and version, action space, provenance, weights. A file
 that is not an IDM, or one of another layout or action space, is refused with what differs.
@@ -53,6 +60,8 @@ READS = 2
 """Attention read-outs of each frame's cells."""
 MOTION = 3
 """Pointer motion features per frame (the step x, y and whether it moved)."""
+MAX_WINDOW = 64
+"""The most frames one window may read (behind + sequence + ahead)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,8 @@ class IDMConfig:
     """Decisions after the labelled one that the IDM sees (4: 0.8 s)."""
     dim: int = 256
     """Width of each frame's vector and of the context."""
+    sequence: int = 0
+    """Decisions one window labels (0: one, the window of `frames`; S: S of them in behind + S + ahead frames)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.policy, dict):
@@ -85,29 +96,56 @@ class IDMConfig:
             raise ValueError(f"a window of {self.behind + self.ahead + 1} frames is too long (at most 33)")
         if not isinstance(self.dim, int) or self.dim < 8:
             raise ValueError(f"dim must be an integer >= 8, got {self.dim!r}")
+        if not isinstance(self.sequence, int) or isinstance(self.sequence, bool) or self.sequence < 0:
+            raise ValueError(f"sequence must be an integer >= 0, got {self.sequence!r}")
+        if self.window > MAX_WINDOW:
+            raise ValueError(
+                f"a sequence of {self.sequence} reads windows of {self.window} frames (behind + sequence + "
+                f"ahead); at most {MAX_WINDOW}"
+            )
 
     @property
     def frames(self) -> int:
+        """The frames one decision sees: behind + 1 + ahead."""
         return self.behind + 1 + self.ahead
 
+    @property
+    def decisions(self) -> int:
+        """The decisions one window labels."""
+        return max(self.sequence, 1)
+
+    @property
+    def window(self) -> int:
+        """The frames the model reads per window: behind + decisions + ahead."""
+        return self.behind + self.decisions + self.ahead
+
     def to_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy.to_dict(), "behind": self.behind, "ahead": self.ahead, "dim": self.dim}
+        return {
+            "policy": self.policy.to_dict(),
+            "behind": self.behind,
+            "ahead": self.ahead,
+            "dim": self.dim,
+            "sequence": self.sequence,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IDMConfig:
-        unknown = sorted(set(data) - {"policy", "behind", "ahead", "dim"})
+        # Checkpoints from before `sequence` was built have no such field: they are sequence 0.
+        unknown = sorted(set(data) - {"policy", "behind", "ahead", "dim", "sequence"})
         if unknown:
             raise ValueError(f"unknown IDM config fields: {', '.join(unknown)}")
         return cls(**{**data, "policy": PolicyConfig.from_dict(data.get("policy", {}))})
 
 
-def window_indices(k: int, count: int, behind: int, ahead: int) -> list[int]:
-    """The decisions decision k of `count` sees, the ends repeated where the window leaves the session."""
-    return [min(max(j, 0), count - 1) for j in range(k - behind, k + ahead + 1)]
+def window_indices(k: int, count: int, behind: int, ahead: int, decisions: int = 1) -> list[int]:
+    """The decisions the window of decisions k .. k + decisions - 1 of `count` sees (behind + decisions +
+    ahead of them), the ends repeated where the window leaves the session."""
+    return [min(max(j, 0), count - 1) for j in range(k - behind, k + decisions + ahead)]
 
 
 class InverseDynamics(nn.Module):
-    """obs (N, T, ...) around each decision -> a distribution over its (N, slots, 3) tokens."""
+    """obs (N, window, ...) around each window's decisions -> a distribution over their (N * decisions,
+    slots, 3) tokens (one decision per window unless `config.sequence`)."""
 
     def __init__(
         self, config: IDMConfig, space: ActionSpace | None = None, *, load_weights: bool = True
@@ -152,7 +190,7 @@ class InverseDynamics(nn.Module):
             self.encoder.load_weights(pc.weights)
 
     def _check(self, obs: Observation, n: int) -> None:
-        s, t = self.sizes, self.config.frames
+        s, t = self.sizes, self.config.window
         expected = {
             "global_view": (n, t, *s.global_hw, 3),
             "quadrants": (n, t, 4, *s.quadrant_hw, 3),
@@ -191,24 +229,32 @@ class InverseDynamics(nn.Module):
         scores = torch.einsum("ntcd,tkd->ntkc", cells, self.read_query) / math.sqrt(cells.shape[-1])
         return torch.einsum("ntkc,ntcd->ntkd", torch.softmax(scores, dim=-1), cells).flatten(2)
 
+    def _sub_windows(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, window, ...) per frame -> (N * decisions, frames, ...): each decision's own frames."""
+        frames = self.config.frames
+        if self.config.sequence == 0:
+            return x  # the window is the decision's own
+        return x.unfold(1, frames, 1).movedim(-1, 2).flatten(0, 1)
+
     def inputs(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
-        """The head's context (N, dim + pointer) and cells (N, C, D) of windows obs (N, T, ...)."""
-        n, t = obs.speed.shape
+        """The head's context (N * decisions, dim) and cells (N * decisions, C, D) of windows obs
+        (N, window, ...), row i * decisions + j for decision j of window i."""
+        n, w = obs.speed.shape
         self._check(obs, n)
+        # Each frame of the window is encoded once, whatever the number of decisions that see it.
         summary, cells, fovea = self._see(obs.flatten(2))
+        cells = self._sub_windows(cells.unflatten(0, (n, w)))  # (M, T, C, D), M = N * decisions
         vectors = torch.cat(
             [
-                summary.unflatten(0, (n, t)),
-                cells.mean(dim=-2).unflatten(0, (n, t)),
-                self._read(
-                    cells.unflatten(0, (n, t))
-                ),  # a small spot (a marker, a popup) is not averaged away
-                fovea.unflatten(0, (n, t)),
-                self.speed_embedding(obs.speed - 1),
+                self._sub_windows(summary.unflatten(0, (n, w))),
+                cells.mean(dim=-2),
+                self._read(cells),  # a small spot (a marker, a popup) is not averaged away
+                self._sub_windows(fovea.unflatten(0, (n, w))),
+                self._sub_windows(self.speed_embedding(obs.speed - 1)),
             ],
             dim=-1,
         )
-        vectors = self.frame(vectors) + self.offset  # (N, T, dim)
+        vectors = self.frame(vectors) + self.offset  # (M, T, dim)
         # The pointer's steps join the context by a path of their own: behind the frame layer, among a
         # hundred other features, they went unnoticed for hundreds of steps. The tanh bounds the context
         # like the policy's GRU state (the head's first layer is a tanh a growing context saturates).
@@ -217,20 +263,22 @@ class InverseDynamics(nn.Module):
         # steps could not move it and every decision was labelled a no-op.
         # No embedding of the absolute pointer joins it: its 32 random dimensions per position kept the
         # marker game's clicks unlearnt for hundreds of steps (the fovea and the steps say where it is).
-        context = torch.tanh(
-            self.context(vectors.flatten(1)) + self.motion(self._motion(obs.pointer).flatten(1))
-        )
-        cells = cells.unflatten(0, (n, t)).permute(0, 2, 1, 3).flatten(2)  # (N, C, T*D)
+        # The steps are taken within each decision's own frames (its first frame has none), as with one
+        # decision per window.
+        motion = self._motion(self._sub_windows(obs.pointer))
+        context = torch.tanh(self.context(vectors.flatten(1)) + self.motion(motion.flatten(1)))
+        cells = cells.permute(0, 2, 1, 3).flatten(2)  # (M, C, T*D)
         return context, self.cells(cells)
 
     def forward(self, obs: Observation, tokens: torch.Tensor, pointer_sigma: float = 0.0) -> HeadScores:
-        """Teacher-forced scores of the decisions' tokens (N, slots, 3)."""
+        """Teacher-forced scores of the decisions' tokens (N * decisions, slots, 3), rows as `inputs`'."""
         context, cells = self.inputs(obs)
         return self.head.score(context, cells, tokens, pointer_sigma)
 
     @torch.no_grad()
     def label(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
-        """The most likely tokens (N, slots, 3) of each window, and each token's log-likelihood (N, slots)."""
+        """The most likely tokens (N * decisions, slots, 3) of each window's decisions, and each token's
+        log-likelihood (N * decisions, slots); rows as `inputs`'."""
         context, cells = self.inputs(obs)
         tokens, _, _ = self.head.decode(context, cells, temperature=0.0)
         scores = self.head.score(context, cells, tokens)

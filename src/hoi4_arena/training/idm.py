@@ -4,6 +4,10 @@
 session held in memory, decoded once), model and optimizer, the loop (a seeded shuffle of the
 trainable decisions -> windows of frames around each -> teacher-forced exact log-likelihood of its 8
 tokens -> AdamW step), and after each epoch the held-out report, checkpoints and TensorBoard scalars.
+With `--sequence S` the shuffled items are chunks of S consecutive decisions (each session tiled from
+its first decision; a chunk holding no trainable decision is left out), one window of frames each; a
+step holds batch // S of them, and the loss is the mean over their trainable decisions (those past the
+session's end in its last chunk are padding).
 
 - Data: sessions with real inputs (`--sources`, human and scripted by default) found as train-bc
   finds them (`data.sources.find_sessions`: split val is held out); each decision's views come from
@@ -104,11 +108,23 @@ class SessionArrays:
         return len(self.tokens)
 
 
+def items_of(sessions: list[SessionArrays], sequence: int) -> list[tuple[SessionArrays, int]]:
+    """What a batch is made of: each trainable decision (sequence 0), or the first decision of each chunk
+    of `sequence` consecutive decisions that holds a trainable one."""
+    if not sequence:
+        return [(a, k) for a in sessions for k in range(len(a)) if a.trainable[k]]
+    return [
+        (a, k) for a in sessions for k in range(0, len(a), sequence) if a.trainable[k : k + sequence].any()
+    ]
+
+
 def batch_of(
-    items: list[tuple[SessionArrays, int]], behind: int, ahead: int
-) -> tuple[Observation, torch.Tensor]:
-    """Windows around each (session, decision): obs (N, T, ...) and the decisions' tokens (N, 8, 3)."""
-    rows = [(arrays, window_indices(k, len(arrays), behind, ahead)) for arrays, k in items]
+    items: list[tuple[SessionArrays, int]], behind: int, ahead: int, decisions: int = 1
+) -> tuple[Observation, torch.Tensor, torch.Tensor]:
+    """The window of each (session, first decision) `items_of` made: obs (N, behind + decisions + ahead,
+    ...), the tokens of its decisions (N * decisions, 8, 3) and which of them carry a loss (N * decisions,):
+    the trainable ones inside the session (a chunk's decisions past its end repeat its last one)."""
+    rows = [(arrays, window_indices(k, len(arrays), behind, ahead, decisions)) for arrays, k in items]
 
     def stack(name: str) -> torch.Tensor:
         return torch.from_numpy(np.stack([getattr(a, name)[index] for a, index in rows]))
@@ -116,8 +132,11 @@ def batch_of(
     obs = Observation(
         stack("global_view"), stack("quadrants"), stack("fovea"), stack("speed"), stack("pointer")
     )
-    tokens = torch.from_numpy(np.stack([a.tokens[k] for a, k in items]))
-    return obs, tokens
+    # Each window's own decisions, the last one repeated past the session's end (padding, no loss).
+    own = [(a, window_indices(k, len(a), 0, 0, decisions), np.arange(k, k + decisions)) for a, k in items]
+    tokens = torch.from_numpy(np.concatenate([a.tokens[index] for a, index, _ in own]))
+    trainable = [a.trainable[index] & (ks < len(a)) for a, index, ks in own]
+    return obs, tokens, torch.from_numpy(np.concatenate(trainable))
 
 
 def _hold(sources: list, layout: str, limit_gb: float, bar: Any) -> list[SessionArrays]:
@@ -146,23 +165,26 @@ def evaluate(
     device: torch.device,
     sigma: float = 0.0,
 ) -> dict[str, Any] | None:
-    """The report of the module docstring over every trainable decision of `sessions`."""
-    items = [(a, k) for a in sessions for k in range(len(a)) if a.trainable[k]]
+    """The report of the module docstring over every trainable decision of `sessions` (`batch`:
+    decisions at once, as in training)."""
+    cfg = model.config
+    items = items_of(sessions, cfg.sequence)
     if not items:
         return None
     model.eval()
-    predicted, truth, nll = [], [], 0.0
-    cfg = model.config
+    predicted, truth, nll, count = [], [], 0.0, 0
+    windows = max(batch // cfg.decisions, 1)
     with torch.no_grad():
-        for i in range(0, len(items), batch):
-            obs, tokens = batch_of(items[i : i + batch], cfg.behind, cfg.ahead)
-            obs, tokens = obs.to(device), tokens.to(device)
-            nll += float(-model(obs, tokens, sigma).logp.sum())
+        for i in range(0, len(items), windows):
+            obs, tokens, trainable = batch_of(items[i : i + windows], cfg.behind, cfg.ahead, cfg.decisions)
+            obs, tokens, trainable = obs.to(device), tokens.to(device), trainable.to(device)
+            nll += float(-model(obs, tokens, sigma).logp[trainable].sum())
             labels, _ = model.label(obs)
-            predicted.append(labels.cpu().numpy())
-            truth.append(tokens.cpu().numpy())
+            predicted.append(labels[trainable].cpu().numpy())
+            truth.append(tokens[trainable].cpu().numpy())
+            count += int(trainable.sum())
     model.train()
-    return report(np.concatenate(predicted), np.concatenate(truth), nll / len(items))
+    return report(np.concatenate(predicted), np.concatenate(truth), nll / count)
 
 
 def report(predicted: np.ndarray, truth: np.ndarray, nll: float | None = None) -> dict[str, Any]:
@@ -240,7 +262,8 @@ def train_idm(
     with progress_bar() as bar:
         train = _hold(data.train, config.layout, config.hold_gb, bar)
         val = _hold(data.val, config.layout, config.hold_gb, bar)
-    items = [(a, k) for a in train for k in range(len(a)) if a.trainable[k]]
+    items = items_of(train, idm_config.sequence)
+    decisions = sum(int(a.trainable.sum()) for a in train)
     if not items:
         raise UserError(f"no trainable decision in the training sessions under {config.data}")
     if not val:
@@ -281,15 +304,19 @@ def train_idm(
     with stop_on_interrupt(flag), progress_bar() as bar:
         for epoch in range(progress["epoch"], config.epochs):
             order = np.random.default_rng([config.seed, epoch]).permutation(len(items))
-            batches = [order[i : i + config.batch] for i in range(0, len(order), config.batch)]
+            step = max(config.batch // idm_config.decisions, 1)  # --batch counts decisions
+            batches = [order[i : i + step] for i in range(0, len(order), step)]
             task = bar.add_task(
                 f"epoch {epoch + 1}/{config.epochs}", total=len(batches), completed=progress["position"]
             )
             tick = time.monotonic()
             for b in range(progress["position"], len(batches)):
-                obs, tokens = batch_of([items[i] for i in batches[b]], idm_config.behind, idm_config.ahead)
-                scores = model(obs.to(device), tokens.to(device), config.pointer_sigma)
-                loss = -scores.logp.mean()
+                obs, tokens, trainable = batch_of(
+                    [items[i] for i in batches[b]], idm_config.behind, idm_config.ahead, idm_config.decisions
+                )
+                tokens, trainable = tokens.to(device), trainable.to(device)
+                scores = model(obs.to(device), tokens, config.pointer_sigma)
+                loss = -scores.logp[trainable].mean()
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if config.grad_clip:
@@ -303,7 +330,7 @@ def train_idm(
                 writer.add_scalar("train/loss", loss.item(), progress["step"])
                 writer.add_scalar(
                     "train/kind_accuracy",
-                    float((scores.kind_pred == tokens.to(device)[..., 0]).float().mean()),
+                    float((scores.kind_pred == tokens[..., 0])[trainable].float().mean()),
                     progress["step"],
                 )
                 bar.update(
@@ -343,13 +370,13 @@ def train_idm(
         "stopped": stop,
         "steps": progress["step"],
         "epochs_completed": progress["epoch"],
-        "train_decisions": len(items),
+        "train_decisions": decisions,
         "held_out": held_out,
         "checkpoint": str(out / LAST),
         "progress": str(out / PROGRESS),
         "weights_sha256": weights_sha256(model.state_dict()),
         "sessions": {"train": len(train), "val": len(val), "skipped": data.skipped},
-        "window": {"behind": idm_config.behind, "ahead": idm_config.ahead},
+        "window": {"behind": idm_config.behind, "ahead": idm_config.ahead, "sequence": idm_config.sequence},
         "parameters": sum(p.numel() for p in model.parameters()),
         "device": str(device),
         "seconds": time.monotonic() - started,
@@ -438,16 +465,19 @@ def label(config: LabelConfig) -> dict[str, Any]:
 def _label_session(
     model: InverseDynamics, folder: Path, layout: str, batch: int, device: torch.device
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Stream the session once, labelling each decision as soon as the frames `ahead` of it arrived."""
-    behind, ahead = model.config.behind, model.config.ahead
+    """Stream the session once, labelling each window of decisions (one, or `sequence` of them) as soon as
+    the frames `ahead` of its last decision arrived; every decision labelled once, in order."""
+    behind, ahead, per = model.config.behind, model.config.ahead, model.config.decisions
+    windows = max(batch // per, 1)  # `batch` counts decisions
     recent: dict[int, DecisionSample] = {}
     tokens: list[np.ndarray] = []
     logp: list[np.ndarray] = []
-    pending: list[int] = []
+    pending: list[int] = []  # the first decision of each window waiting for a run
 
     def run(ks: list[int], count: int) -> None:
         rows = [
-            SessionArrays.of("", [recent[j] for j in window_indices(k, count, behind, ahead)]) for k in ks
+            SessionArrays.of("", [recent[j] for j in window_indices(k, count, behind, ahead, per)])
+            for k in ks
         ]
         obs = Observation(
             *(
@@ -460,19 +490,23 @@ def _label_session(
         logp.extend(lp.float().cpu().numpy())
 
     count = 0
+    start = 0  # the first decision of the next window
     for sample in decode_session(folder, DecodeSettings(layout)):
         recent[sample.index] = sample
         count = sample.index + 1
-        k = sample.index - ahead
-        if k >= 0:
-            pending.append(k)
-        if len(pending) >= batch:
+        if count > start + per - 1 + ahead:
+            pending.append(start)
+            start += per
+        if len(pending) >= windows:
             run(pending, count)
-            for j in [j for j in recent if j < pending[-1] + 1 - behind]:
+            for j in [j for j in recent if j < start - behind]:  # no later window sees them
                 del recent[j]
             pending = []
-    pending += list(range(max(count - ahead, 0) if count else 0, count))
-    pending = sorted(set(pending))
+    pending += list(range(start, count, per))  # the windows the session's end cut short
     if pending:
         run(pending, count)
-    return np.array(tokens, np.int64).reshape(-1, 8, 3), np.array(logp, np.float32).reshape(-1, 8)
+    # The last window's decisions past the session's end (its last frame repeated) are no decisions.
+    return (
+        np.array(tokens[:count], np.int64).reshape(-1, 8, 3),
+        np.array(logp[:count], np.float32).reshape(-1, 8),
+    )

@@ -49,7 +49,7 @@ class TrainIDMConfig:
     dim: int = 256
     """Width of each frame's vector and of the context."""
     batch: int = 16
-    """Decisions per optimizer step."""
+    """Decisions per optimizer step (with --sequence N: batch // N windows of N)."""
     epochs: int = 10
     """Passes over the training decisions."""
     max_steps: int = 0
@@ -72,14 +72,21 @@ class TrainIDMConfig:
     """Torch CPU threads (0: torch's default)."""
     device: str = "auto"
     """cpu, cuda, cuda:N, or auto (cuda when available)."""
-    sequence: bool = False
-    """Predict a whole window of decisions at once (not built yet: refused)."""
+    sequence: int = 0
+    """N >= 1: one window of behind + N + ahead frames labels N consecutive decisions, each frame encoded
+    once (N + behind + ahead encodings per N decisions instead of N * (behind + 1 + ahead)); each decision
+    still sees its own behind + 1 + ahead frames. 0: one decision per window. A step holds batch // N
+    windows (at least one)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "policy", dict(self.policy))
-        if self.sequence:
-            raise UserError("--sequence is not built yet: train-idm labels one decision per window")
+        if self.sequence is False:  # stored by runs from before --sequence was built (it was refused)
+            object.__setattr__(self, "sequence", 0)
+        if not isinstance(self.sequence, int) or isinstance(self.sequence, bool) or self.sequence < 0:
+            raise UserError(
+                f"--sequence must be an integer >= 0 (decisions per window), got {self.sequence!r}"
+            )
         for name in ("batch", "epochs", "dim"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise UserError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
@@ -123,7 +130,7 @@ class TrainIDMConfig:
             policy = PolicyConfig(
                 layout=self.layout, encoder=self.encoder, weights=self.weights, seed=self.seed, **self.policy
             )
-            return IDMConfig(policy, self.behind_decisions, self.ahead_decisions, self.dim)
+            return IDMConfig(policy, self.behind_decisions, self.ahead_decisions, self.dim, self.sequence)
         except TypeError as error:
             raise UserError(f"--policy: {error}") from None
         except ValueError as error:
