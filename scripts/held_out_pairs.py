@@ -10,6 +10,8 @@ two parts of 40 games (part 0: maps 1000-1019, part 1: maps 1020-1039):
 
     python scripts/held_out_pairs.py play OUT NAME CHECKPOINT SET [PART]   one part's 40 games (resumes)
     python scripts/held_out_pairs.py report OUT A B        A against B on every set and part both played
+    python scripts/held_out_pairs.py pair A/results.jsonl B/results.jsonl PAIRS SEED   any two runs of
+                                             the same PAIRS seeds from SEED, each from both sides
 
 `play` plays as the quickstart evaluates (on each move's likeliest spot, follow-through, the memory
 reset every 8 decisions), 960x540, speed 5, 365 days, not recorded, into OUT/SET/NAME/ (part 1:
@@ -70,7 +72,7 @@ def play(out: Path, name: str, checkpoint: str, which: str, part: int = 0) -> No
 
 
 def report(out: Path, a: str, b: str) -> None:
-    from hoi4_arena.evaluation.paired import compare, mcnemar_exact, planned_keys
+    from hoi4_arena.evaluation.paired import planned_keys
     from hoi4_arena.results import read_results
 
     found = {}
@@ -87,34 +89,51 @@ def report(out: Path, a: str, b: str) -> None:
             for name in (a, b)
         )
         planned = [key for part in parts for key in planned_keys(PART_PAIRS, SEED + part * PART_PAIRS)]
-        result = compare(rows_a, rows_b, planned, names=(a, b))
-        result["parts"] = parts
-        done = {name: {(r.seed, r.side): r for r in rows} for name, rows in ((a, rows_a), (b, rows_b))}
-        keys = set(done[a]) & set(done[b])
-        complete = {
-            name: {k for k in keys if (done[name][k].extra.get("setup") or {}).get("complete")}
-            for name in done
-        }
-        only_a, only_b = len(complete[a] - complete[b]), len(complete[b] - complete[a])
-        result["setup_complete"] = {
-            "only_a": only_a,
-            "only_b": only_b,
-            "p_value": mcnemar_exact(only_a, only_b),
-        }
-        found[which] = result
-        ra, rb = result["records"]["a"], result["records"]["b"]
-        win, score = result["win_rate_difference"], result["score_difference"]
-        print(
-            f"{which}: {a} {ra['wins']}/{ra['draws']}/{ra['losses']} (setup {ra['setup']['complete']}), "
-            f"{b} {rb['wins']}/{rb['draws']}/{rb['losses']} (setup {rb['setup']['complete']}); "
-            f"{result['paired_games']} pairs (parts {parts}){'' if result['complete'] else ' (incomplete)'}; "
-            f"win rate {win['estimate']:+.3f} [{win['low']:+.3f}, {win['high']:+.3f}] p {win['p_value']:.3g}; "
-            f"score {score['estimate']:+.3f} p {score['p_value']:.3g}; "
-            f"setup only {a} {only_a}, only {b} {only_b}, p {result['setup_complete']['p_value']:.3g}"
-        )
+        found[which] = paired(rows_a, rows_b, planned, a, b)
+        found[which]["parts"] = parts
+        print(f"{which} (parts {parts}): {summary_line(found[which], a, b)}")
     if not found:
         sys.exit(f"error: no set under {out} has games of both {a} and {b}")
     (out / f"report-{a}-{b}.json").write_text(json.dumps(found, indent=1, default=str) + "\n")
+
+
+def paired(rows_a: list, rows_b: list, planned: list, a: str, b: str) -> dict:
+    """evaluation/paired.compare of two players' rows, with the setup completions' discordant pairs."""
+    from hoi4_arena.evaluation.paired import compare, mcnemar_exact
+
+    result = compare(rows_a, rows_b, planned, names=(a, b))
+    done = {name: {(r.seed, r.side): r for r in rows} for name, rows in ((a, rows_a), (b, rows_b))}
+    keys = set(done[a]) & set(done[b])
+    complete = {
+        name: {k for k in keys if (done[name][k].extra.get("setup") or {}).get("complete")} for name in done
+    }
+    only_a, only_b = len(complete[a] - complete[b]), len(complete[b] - complete[a])
+    result["setup_complete"] = {"only_a": only_a, "only_b": only_b, "p_value": mcnemar_exact(only_a, only_b)}
+    return result
+
+
+def summary_line(result: dict, a: str, b: str) -> str:
+    ra, rb = result["records"]["a"], result["records"]["b"]
+    win, score, setup = result["win_rate_difference"], result["score_difference"], result["setup_complete"]
+    return (
+        f"{a} {ra['wins']}/{ra['draws']}/{ra['losses']} (setup {ra['setup']['complete']}), "
+        f"{b} {rb['wins']}/{rb['draws']}/{rb['losses']} (setup {rb['setup']['complete']}); "
+        f"{result['paired_games']} pairs{'' if result['complete'] else ' (incomplete)'}; "
+        f"win rate {win['estimate']:+.3f} [{win['low']:+.3f}, {win['high']:+.3f}] p {win['p_value']:.3g}; "
+        f"score {score['estimate']:+.3f} p {score['p_value']:.3g}; "
+        f"setup only {a} {setup['only_a']}, only {b} {setup['only_b']}, p {setup['p_value']:.3g}"
+    )
+
+
+def pair(results_a: Path, results_b: Path, pairs: int, seed: int) -> None:
+    """Any two results.jsonl of the same seeds and sides (play-policy --side alternate, record-ai)."""
+    from hoi4_arena.evaluation.paired import planned_keys
+    from hoi4_arena.results import read_results
+
+    a, b = results_a.parent.name, results_b.parent.name
+    result = paired(read_results(results_a), read_results(results_b), planned_keys(pairs, seed), a, b)
+    print(summary_line(result, a, b), file=sys.stderr)
+    print(json.dumps(result, indent=1, default=str))
 
 
 def main() -> None:
@@ -123,6 +142,8 @@ def main() -> None:
         play(Path(args[1]), args[2], args[3], args[4], int(args[5]) if len(args) == 6 else 0)
     elif args[:1] == ["report"] and len(args) == 4:
         report(Path(args[1]), args[2], args[3])
+    elif args[:1] == ["pair"] and len(args) == 5:
+        pair(Path(args[1]), Path(args[2]), int(args[3]), int(args[4]))
     elif args[:1] == ["maps"] and len(args) in (2, 3):
         print(maps(args[1], int(args[2]) if len(args) == 3 else 0))
     else:
