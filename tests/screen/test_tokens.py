@@ -18,6 +18,7 @@ from hoi4_arena.screen.events import (
 )
 from hoi4_arena.screen.lattice import to_lattice, to_pixel
 from hoi4_arena.screen.tokens import (
+    BUTTON_KINDS,
     KEY_BASE,
     KIND_IDS,
     KIND_NAMES,
@@ -30,6 +31,7 @@ from hoi4_arena.screen.tokens import (
     WHEEL_UP,
     Tokens,
     events_to_tokens,
+    in_order,
     is_button_kind,
     is_key_kind,
     is_pointer_kind,
@@ -285,3 +287,18 @@ def test_any_stream_keeps_order_and_flags_overflow(times: list[int], kinds: list
         replay = [e for e in tokens_to_events(tokens, T0, HD) if e.kind != "move"]
         original = [e for e in events if e.kind != "move" and kind_of(e) is not None]
         assert [(e.kind, e.key, e.button) for e in replay] == [(e.kind, e.key, e.button) for e in original]
+
+
+def test_in_order_moves_each_decisions_events_to_its_first_slots_keeping_their_order() -> None:
+    decision = np.zeros((8, 3), np.int64)
+    decision[2] = (MOVE, 5, 7)
+    decision[5] = (BUTTON_KINDS["left", "down"], 0, 0)
+    decision[6] = (BUTTON_KINDS["left", "up"], 0, 0)
+    ordered = in_order(np.stack([decision, np.zeros((8, 3), np.int64)]))
+    assert ordered[0, :3].tolist() == [
+        [MOVE, 5, 7],
+        [BUTTON_KINDS["left", "down"], 0, 0],
+        [BUTTON_KINDS["left", "up"], 0, 0],
+    ]
+    assert (ordered[0, 3:] == 0).all() and (ordered[1] == 0).all()
+    assert (in_order(ordered) == ordered).all()

@@ -23,6 +23,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.idm import IDMConfig, InverseDynamics, load_idm, save_idm, window_indices
 from hoi4_arena.models.policy import Observation
+from hoi4_arena.screen.tokens import in_order
 from hoi4_arena.sessions.import_video import import_video
 from hoi4_arena.sessions.import_video_config import ImportVideoConfig
 from hoi4_arena.sessions.labels import INDEX, LINES, read_labels
@@ -146,7 +147,9 @@ def test_label_writes_beside_an_imported_video_and_train_bc_reads_only_labelled(
     labels = read_labels(session)
     assert labels.index["source"] == "idm" and len(labels) == 60 and labels.logp.max() <= 0
     # One label per recorded decision, each token a kind the recorder could have stored.
-    truth = np.stack([s.tokens for s in decode_session(data / "held", DecodeSettings())])
+    truth = in_order(
+        np.stack([s.tokens for s in decode_session(data / "held", DecodeSettings())])
+    )  # as the IDM labels
     assert labels.tokens.shape == truth.shape
 
     # --sources idm: only the labelled session, its tokens the labels.
@@ -285,7 +288,9 @@ def test_the_labels_of_a_held_out_video_beat_labelling_every_decision_a_no_op(tr
     assert error.max() <= 1, np.nonzero(error > 1)  # within a pixel on every frame
     label(LabelConfig(checkpoint=str(out / "last.pt"), data=str(videos), device="cpu"))
     labels = read_labels(videos / "screen")
-    truth = np.stack([s.tokens for s in decode_session(data / "held", DecodeSettings())])
+    truth = in_order(
+        np.stack([s.tokens for s in decode_session(data / "held", DecodeSettings())])
+    )  # as the IDM labels
     assert (labels.tokens[..., 0] == truth[..., 0]).mean() >= 0.88  # all no-ops: 0.84
     with_input = (truth[..., 0] != 0).any(-1)
     assert (labels.tokens[..., 0] == truth[..., 0]).all(-1)[with_input].mean() >= 0.5  # all no-ops: 0

@@ -255,6 +255,17 @@ def events_to_tokens(
     return Tokens(slots, burst=last_slot >= SLOTS, needed=needed, dropped=dropped, pointer=tracked)
 
 
+def in_order(tokens: np.ndarray) -> np.ndarray:
+    """Tokens (..., 8, 3) with each decision's events moved to its first slots, in their order.
+
+    What a decision did and in what order, without the 25 ms slot each event fell in: frames 200 ms
+    apart cannot show that slot, so the IDM learns and labels this form (docs/video.md). Played back,
+    the events start at the decision's start, 25 ms apart."""
+    tokens = np.asarray(tokens)
+    order = np.argsort(tokens[..., 0] == NONE, axis=-1, kind="stable")
+    return np.take_along_axis(tokens, order[..., None], axis=-2)
+
+
 def tokens_to_events(
     tokens: Tokens | np.ndarray,
     t0_ns: int,

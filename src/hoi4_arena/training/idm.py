@@ -11,7 +11,10 @@ session's end in its last chunk are padding).
 
 - Data: sessions with real inputs (`--sources`, human and scripted by default) found as train-bc
   finds them (`data.sources.find_sessions`: split val is held out); each decision's views come from
-  `data.decode.decode_session` (stored views or decoded video), its tokens from the recorded inputs.
+  `data.decode.decode_session` (stored views or decoded video), its tokens from the recorded inputs
+  in order (`screen.tokens.in_order`: the events moved to the decision's first slots; frames 200 ms
+  apart do not show which 25 ms slot an event fell in, and learning the slot spread each event's
+  probability over eight slots, so that argmax decoding labelled most of them no-ops).
   Decisions that are bursts or without focus carry no loss (as in train-bc) but still serve as
   frames of their neighbours' windows.
 - Saves: OUT/epoch-NNNN.pt, OUT/last.pt after each epoch; OUT/progress.pt (weights, optimizer, position
@@ -19,7 +22,7 @@ session's end in its last chunk are padding).
   goes on from progress.pt with the run's own settings; the order of an epoch depends only on the seed
   and the epoch, so a resumed run sees the batches an uninterrupted one would.
 - Held-out report (`evaluate`): the IDM's argmax labels of every held-out decision against the
-  recorded tokens: kind accuracy per slot overall and per true token kind (none, move, button, wheel,
+  recorded tokens in order: kind accuracy per slot overall and per true token kind (none, move, button, wheel,
   key), key and button accuracy, pointer error in lattice units where both are moves, and the share of
   decisions whose eight kinds are all right, for decisions with input and without.
 
@@ -46,7 +49,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import weights_sha256
 from hoi4_arena.models.idm import InverseDynamics, load_idm, save_idm, window_indices
 from hoi4_arena.models.policy import Observation
-from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP, in_order
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.idm_config import LabelConfig, TrainIDMConfig
 from hoi4_arena.training.run_control import device_of, stop_on_interrupt
@@ -96,7 +99,7 @@ class SessionArrays:
             np.stack([s.views["fovea"] for s in samples]),
             np.array([s.speed for s in samples], np.int64),
             np.array([s.pointer for s in samples], np.int64),
-            np.stack([s.tokens for s in samples]).astype(np.int64),
+            in_order(np.stack([s.tokens for s in samples]).astype(np.int64)),
             np.array([s.trainable for s in samples], bool),
         )
 
