@@ -4,7 +4,8 @@ Each session under SESSIONS is held out, whatever its split: its screen.mkv is c
 video file, imported with `import-video` (the simulator's pointer templates, the manifest's game speed),
 labelled with the IDM, and the labels are compared with the inputs the recorder saved, decision by
 decision (`training.idm.report`: kind accuracy per token and per decision, keys, buttons, the pointer's
-error in lattice units). The same IDM also labels a copy of each recorded session itself (its stored
+error in lattice units), against each decision's events in order as the IDM labels them
+(`screen.tokens.in_order`), and once against the recorder's 25 ms slots. The same IDM also labels a copy of each recorded session itself (its stored
 views and recorded pointer), which separates what the import loses from what the IDM gets wrong. The
 import's pointer against the recorder's is reported in pixels. One JSON object on stdout (also written
 to OUT/held-out.json); a table on stderr.
@@ -27,6 +28,7 @@ import torch
 
 from hoi4_arena.data.decode import DecodeSettings, decode_session
 from hoi4_arena.errors import UserError
+from hoi4_arena.screen.tokens import in_order
 from hoi4_arena.sessions.import_video import import_video
 from hoi4_arena.sessions.import_video_config import ImportVideoConfig
 from hoi4_arena.sessions.labels import read_labels
@@ -62,7 +64,7 @@ def held_out(idm: str, sessions: list[Path], out: Path, pointers: str | None, ba
             for name in COPIED + tuple(p.name for p in session.glob("views-*.bin")):
                 if (session / name).exists():
                     shutil.copyfile(session / name, recorded / sid / name)
-        truth[sid] = np.stack([s.tokens for s in decode_session(session, DecodeSettings())])
+        truth[sid] = np.stack([s.tokens for s in decode_session(session, DecodeSettings())])  # 25 ms slots
         seen = np.array([r.pointer_px for r in SessionReader(session).frame_records])
         found = np.array([r.pointer_px for r in SessionReader(imported / sid).frame_records])
         if len(seen) != len(found):
@@ -90,10 +92,12 @@ def held_out(idm: str, sessions: list[Path], out: Path, pointers: str | None, ba
             predicted.append(labels)
             wanted.append(tokens)
             sources += [by_session[sid]["source"]] * len(tokens)
-        p, t, s = np.concatenate(predicted), np.concatenate(wanted), np.array(sources)
+        p, exact, s = np.concatenate(predicted), np.concatenate(wanted), np.array(sources)
+        t = in_order(exact)  # what the IDM labels: each decision's events in order, from its first slot
         result[name] = {"all": report(p, t)}
         for source in sorted(set(sources)):
             result[name][source] = report(p[s == source], t[s == source])
+        result[name]["all, in 25 ms slots"] = report(p, exact)
     noop = np.concatenate(list(truth.values()))[..., 0] == 0
     result["all_no_ops"] = {
         "kind_accuracy": float(noop.mean()),
@@ -103,11 +107,13 @@ def held_out(idm: str, sessions: list[Path], out: Path, pointers: str | None, ba
 
 
 def table(result: dict) -> str:
-    rows = ["what                    decisions  kinds   decisions  with input  keys    buttons  move err"]
+    rows = [
+        "what                             decisions  kinds   decisions  with input  keys    buttons  move err"
+    ]
     for name in ("imported_video", "recorded_session"):
         for part, r in result[name].items():
             cells = [
-                f"{name[:8]} {part}".ljust(24),
+                f"{name[:8]} {part}".ljust(33),
                 str(r["decisions"]).rjust(9),
                 f"{r['kind_accuracy']:.3f}".rjust(7),
                 f"{r['decision_kind_accuracy']:.3f}".rjust(10),
