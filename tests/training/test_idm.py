@@ -349,6 +349,17 @@ def test_a_sequence_checkpoint_round_trips_and_one_saved_without_the_field_loads
     assert load_idm(tmp_path / "old.pt").config.sequence == 0
 
 
+def test_an_idm_of_format_version_1_is_refused_with_a_message_to_retrain(tmp_path) -> None:
+    """Version 1 had no layer norm in the context: its weights do not fit, and it says so first."""
+    _, chunked = single_and_sequence(sequence=2)
+    content = torch.load(save_idm(tmp_path / "idm.pt", chunked), weights_only=True)
+    content["format_version"] = 1
+    del content["model"]["context.3.weight"], content["model"]["context.3.bias"]
+    torch.save(content, tmp_path / "v1.pt")
+    with pytest.raises(UserError, match="format version 1, not 2: train it again"):
+        load_idm(tmp_path / "v1.pt")
+
+
 def test_label_with_a_sequence_idm_labels_every_decision_once_as_the_single_idm_does(tmp_path) -> None:
     from marker_game import write_marker_session
 

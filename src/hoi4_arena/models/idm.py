@@ -346,7 +346,8 @@ def load_idm(
         raise UserError(f"{path} is not an IDM checkpoint ({what}; train one with hoi4-arena train-idm)")
     if content.get("format_version") != FORMAT_VERSION:
         raise UserError(
-            f"IDM checkpoint {path} has format version {content.get('format_version')!r}, not {FORMAT_VERSION}"
+            f"IDM checkpoint {path} has format version {content.get('format_version')!r}, not {FORMAT_VERSION}: "
+            "train it again with this code's hoi4-arena train-idm"
         )
     try:
         config = IDMConfig.from_dict(content["config"])
