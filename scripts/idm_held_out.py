@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hoi4_arena.data.decode import DecodeSettings, decode_session
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.tokens import in_order
 from hoi4_arena.sessions.import_video import import_video
@@ -64,8 +63,10 @@ def held_out(idm: str, sessions: list[Path], out: Path, pointers: str | None, ba
             for name in COPIED + tuple(p.name for p in session.glob("views-*.bin")):
                 if (session / name).exists():
                     shutil.copyfile(session / name, recorded / sid / name)
-        truth[sid] = np.stack([s.tokens for s in decode_session(session, DecodeSettings())])  # 25 ms slots
-        seen = np.array([r.pointer_px for r in SessionReader(session).frame_records])
+        reader = SessionReader(session)
+        # The recorded tokens, in 25 ms slots, read from the inputs without decoding the video.
+        truth[sid] = np.stack([d.tokens for d in reader.decisions(images=False, arena=False)])
+        seen = np.array([r.pointer_px for r in reader.frame_records])
         found = np.array([r.pointer_px for r in SessionReader(imported / sid).frame_records])
         if len(seen) != len(found):
             raise UserError(f"{sid}: the import has {len(found)} frames, the recording {len(seen)}")
