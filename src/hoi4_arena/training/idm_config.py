@@ -81,8 +81,6 @@ class TrainIDMConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "policy", dict(self.policy))
-        if self.sequence is False:  # stored by runs from before --sequence was built (it was refused)
-            object.__setattr__(self, "sequence", 0)
         if not isinstance(self.sequence, int) or isinstance(self.sequence, bool) or self.sequence < 0:
             raise UserError(
                 f"--sequence must be an integer >= 0 (decisions per window), got {self.sequence!r}"
