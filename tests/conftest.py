@@ -33,6 +33,7 @@ from Xlib.display import Display
 from Xlib.ext import xtest
 
 from apps.target import PatternApp
+from hoi4_arena.allocator import keep_freed_memory
 from hoi4_arena.screen.events import KEY_CODES, InputEvent
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.x11_worker import X11Worker
@@ -55,6 +56,9 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 # in tests/models/conftest.py). Set before any test imports torch.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+# As every command does: freed large arrays stay mapped for the next one, here and in every process a
+# test starts (a fresh page's first touch is slow on these machines; bench/allocator.py).
+keep_freed_memory()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from hoi4_arena import __version__
+from hoi4_arena.allocator import keep_freed_memory
 from hoi4_arena.cli_options import (
     KEY_VALUES,
     SIZE,
@@ -1079,6 +1080,7 @@ def with_optional_values(argv: list[str]) -> list[str]:
 
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
+    keep_freed_memory()  # large arrays reuse touched pages (allocator.py, bench/allocator.py)
     try:
         app(args=with_optional_values(sys.argv[1:]))
     except UserError as error:
