@@ -1,20 +1,24 @@
 """train-bc with the quickstart's settings on any data folder, for a fixed number of steps (docs/training.md).
 
-    python scripts/quickstart_bc.py DATA OUT STEPS SOURCES [IDM_WEIGHT]
-
+    python scripts/quickstart_bc.py DATA OUT STEPS SOURCES [FIELD=VALUE ...]
 
 The quickstart's policy widths and train-bc settings (`quickstart.BC_SETTINGS`, `SMALL_POLICY`), seed 0,
 the learning rate cosine-decayed over STEPS, one torch thread and one decoding worker; SOURCES as
-train-bc's --sources (e.g. scripted, or scripted,idm for IDM-labelled sessions too); IDM_WEIGHT as
-train-bc's --idm-weight (1 by default). Prints train-bc's summary as JSON.
+train-bc's --sources (e.g. scripted, or scripted,idm for IDM-labelled sessions too). Each FIELD=VALUE
+sets one more of train-bc's settings by its BCConfig name, the value read as JSON where it parses and as
+text otherwise: idm_weight=0.25, rung=S3, init=runs/bc-s3/last.pt, skills=true. Prints train-bc's summary
+as JSON.
 
 Try: .venv/bin/python scripts/quickstart_bc.py runs/demos runs/bc 1500 scripted
+     .venv/bin/python scripts/quickstart_bc.py runs/demos runs/bc-s3 500 scripted rung=S3
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+from typing import Any
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.quickstart import BC_SETTINGS, SMALL_POLICY
@@ -22,12 +26,27 @@ from hoi4_arena.training.bc import train_bc
 from hoi4_arena.training.bc_config import BCConfig
 
 
+def overrides(pairs: list[str]) -> dict[str, Any]:
+    """FIELD=VALUE arguments as BCConfig settings; an unknown field or a pair without `=` is refused."""
+    fields = {field.name for field in dataclasses.fields(BCConfig)}
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        name, equals, text = pair.partition("=")
+        if not equals or name not in fields:
+            raise UserError(f"{pair!r}: expected FIELD=VALUE with FIELD one of train-bc's settings")
+        try:
+            settings[name] = json.loads(text)
+        except json.JSONDecodeError:
+            settings[name] = text
+    return settings
+
+
 def main() -> None:
-    if len(sys.argv) not in (5, 6):
+    if len(sys.argv) < 5 or not sys.argv[3].isdigit():
         sys.exit(__doc__)
     data, out, steps, sources = sys.argv[1], sys.argv[2], int(sys.argv[3]), tuple(sys.argv[4].split(","))
-    idm_weight = float(sys.argv[5]) if len(sys.argv) == 6 else 1.0
     try:
+        extra = overrides(sys.argv[5:])
         config = BCConfig(
             data=data,
             out=out,
@@ -39,8 +58,7 @@ def main() -> None:
             sources=sources,
             max_steps=steps,
             lr_decay_steps=steps,
-            idm_weight=idm_weight,
-            **{**BC_SETTINGS, "policy": SMALL_POLICY},
+            **{**BC_SETTINGS, "policy": SMALL_POLICY, **extra},
         )
         print(json.dumps(train_bc(config), indent=1, default=str))
     except UserError as error:
