@@ -41,8 +41,10 @@ lint: install-dev
 	$(BIN)/ruff format --check src tests bench scripts
 
 # pytest's status 5 means it collected no tests: that is a failure here, not a pass.
+# Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): every test worker
+# and every process a test starts would otherwise compile the project and rewrite the tests' asserts again.
 test: install-dev system-packages lint
-	@$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \
+	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$status
 
 clean:
