@@ -43,8 +43,10 @@ lint: install-dev
 # pytest's status 5 means it collected no tests: that is a failure here, not a pass.
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): every test worker
 # and every process a test starts would otherwise compile the project and rewrite the tests' asserts again.
+# NUMPY_MADVISE_HUGEPAGE=0: no huge pages for numpy's arrays in the short-lived test processes (the
+# kernel's compaction for them at each process's first touch was most of some tests' time; conftest.py).
 test: install-dev system-packages lint
-	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \
+	@PYTHONDONTWRITEBYTECODE= NUMPY_MADVISE_HUGEPAGE=0 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$status
 
 clean:

@@ -59,6 +59,14 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 # As every command does: freed large arrays stay mapped for the next one, here and in every process a
 # test starts (a fresh page's first touch is slow on these machines; bench/allocator.py).
 keep_freed_memory()
+# numpy asks the kernel for huge pages for every array of 4 MB or more (madvise), and on these machines
+# the kernel compacts memory for them at the first touch in each process: the 4K views test took 13 s
+# with them and 3 s without (10 s of it kernel time). Test processes are short-lived: they go without,
+# here and in every process a test starts. (`make test` sets it before this process imports numpy.)
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+getattr(np._core.multiarray, "_set_madvise_hugepage", lambda enabled: None)(
+    os.environ["NUMPY_MADVISE_HUGEPAGE"] != "0"
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
