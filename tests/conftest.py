@@ -56,9 +56,9 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 # in tests/models/conftest.py). Set before any test imports torch.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
-# As every command does: freed large arrays stay mapped for the next one, here and in every process a
-# test starts (a fresh page's first touch is slow on these machines; bench/allocator.py).
-keep_freed_memory()
+# As every command does in its own process: freed large arrays stay mapped for the next one, here and in
+# every process a test starts (a fresh page's first touch can be slow on these machines; bench/allocator.py).
+keep_freed_memory(children=True)
 # numpy asks the kernel for huge pages for every array of 4 MB or more (madvise), and on these machines
 # the kernel compacts memory for them at the first touch in each process: the 4K views test took 13 s
 # with them and 3 s without (10 s of it kernel time). Test processes are short-lived: they go without,

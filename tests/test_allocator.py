@@ -1,4 +1,5 @@
-"""keep_freed_memory: glibc's malloc keeps freed large blocks for reuse, here and in child processes."""
+"""keep_freed_memory: glibc's malloc keeps freed large blocks for reuse, here and, when asked, in child
+processes."""
 
 from __future__ import annotations
 
@@ -48,11 +49,15 @@ def test_freed_blocks_are_reused_instead_of_touching_fresh_pages() -> None:
     assert inherited * 3 < default, (default, inherited)
 
 
-def test_the_limits_go_to_children_and_a_users_own_setting_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_limits_go_to_children_only_when_asked_and_a_users_own_setting_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for name in allocator.LIMITS:
         monkeypatch.delenv(name, raising=False)
+    allocator.keep_freed_memory()  # as the commands call it: the programs they start keep their own
+    assert not any(name in os.environ for name in allocator.LIMITS)
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1048576")
-    done = allocator.keep_freed_memory()
+    done = allocator.keep_freed_memory(children=True)
     assert os.environ["MALLOC_MMAP_THRESHOLD_"] == str(allocator.MMAP_THRESHOLD)
     assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "1048576"
     assert "MALLOC_TRIM_THRESHOLD_" not in done

@@ -1,20 +1,21 @@
 """Keep freed memory for reuse instead of handing it back to the kernel at once (glibc's malloc).
 
-On this project's machines (small virtual machines) the first touch of a fresh page is slow: writing a
-new 29 MB array costs about 0.35 s of kernel time, rewriting it once touched about 5 ms. glibc's malloc
-serves large blocks with their own mmap and unmaps them when freed, and trims the top of its heap past
-a threshold, so a loop that builds and drops large arrays (a HOI4 map raster: 3.6 million pixels as
-int64; a batch of frames; a training step's activations) touches fresh pages every time.
+On this project's machines (small virtual machines) a fresh page's first touch can be slow: with the
+machine busy, writing a new 29 MB array cost about 0.35 s of kernel time, rewriting it once touched
+about 5 ms. glibc's malloc serves large blocks with their own mmap and unmaps them when freed, and trims
+the top of its heap past a threshold, so a loop that builds and drops large arrays (a HOI4 map raster:
+3.6 million pixels as int64; a batch of frames) touches fresh pages every time.
 
 `keep_freed_memory()` raises both limits in this process (`mallopt`): blocks up to 32 MiB (glibc's
 largest mmap threshold) come from the heap, and up to 512 MiB of freed heap stays mapped for the next
-allocation. It also sets the same limits in the environment (`MALLOC_MMAP_THRESHOLD_`,
-`MALLOC_TRIM_THRESHOLD_`), so processes this one starts (data workers, rollout workers, CLI runs)
-start with them. A limit the environment already sets is left as the user set it. It does nothing
-where the C library has no `mallopt` (not glibc).
+allocation. With `children=True` it also sets the same limits in the environment
+(`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`), so the processes this one starts start with them
+(the test suite does this); the commands keep it to their own process, so a game or program they start
+keeps its own malloc settings. A limit the environment already sets is left as the user set it. It does
+nothing where the C library has no `mallopt` (not glibc).
 
 What it costs: a process keeps up to 512 MiB more resident after a peak. What it buys is measured by
-`bench/allocator.py` (kernel time and wall time of the same work with and without).
+`bench/allocator.py`: less kernel time and fewer page faults, but no wall-clock gain on a quiet machine.
 
 Try: python -c "from hoi4_arena.allocator import keep_freed_memory; print(keep_freed_memory())"
 """
@@ -38,15 +39,17 @@ LIMITS = {
 }
 
 
-def keep_freed_memory() -> dict[str, int]:
-    """Set the limits here and for child processes (see the module docstring); returns what was set
-    in this process, by variable name (empty where the C library has no mallopt)."""
+def keep_freed_memory(children: bool = False) -> dict[str, int]:
+    """Set the limits in this process, and with `children` for the processes it starts (see the module
+    docstring); returns what was set in this process, by variable name (empty where the C library has
+    no mallopt)."""
     libc = _libc()
     done: dict[str, int] = {}
     for name, (param, value) in LIMITS.items():
         if name in os.environ:
             continue  # the user's setting: glibc read it at start-up, children inherit it
-        os.environ[name] = str(value)
+        if children:
+            os.environ[name] = str(value)
         if libc is not None and libc.mallopt(param, value) == 1:
             done[name] = value
     return done

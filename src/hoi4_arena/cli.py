@@ -1080,7 +1080,7 @@ def with_optional_values(argv: list[str]) -> list[str]:
 
 def main() -> None:
     """Entry point: run the app, turning `UserError` into a message and exit status 2."""
-    keep_freed_memory()  # large arrays reuse touched pages (allocator.py, bench/allocator.py)
+    keep_freed_memory()  # large arrays reuse touched pages, in this process only (allocator.py)
     try:
         app(args=with_optional_values(sys.argv[1:]))
     except UserError as error:
