@@ -47,19 +47,21 @@ def main() -> None:
     data, out, steps, sources = sys.argv[1], sys.argv[2], int(sys.argv[3]), tuple(sys.argv[4].split(","))
     try:
         extra = overrides(sys.argv[5:])
-        config = BCConfig(
-            data=data,
-            out=out,
-            epochs=1000,
-            seed=0,
-            threads=1,
-            workers=1,
-            save_every=60.0,
-            sources=sources,
-            max_steps=steps,
-            lr_decay_steps=steps,
-            **{**BC_SETTINGS, "policy": SMALL_POLICY, **extra},
-        )
+        settings: dict[str, Any] = {
+            "data": data,
+            "out": out,
+            "epochs": 1000,
+            "seed": 0,
+            "threads": 1,
+            "workers": 1,
+            "save_every": 60.0,
+            "sources": sources,
+            "max_steps": steps,
+            "lr_decay_steps": steps,
+            **BC_SETTINGS,
+            "policy": SMALL_POLICY,
+        }
+        config = BCConfig(**{**settings, **extra})  # FIELD=VALUE wins, for any setting
         print(json.dumps(train_bc(config), indent=1, default=str))
     except UserError as error:
         sys.exit(f"error: {error}")
