@@ -268,8 +268,9 @@ class SimWindow:
     def capture(self) -> np.ndarray:
         return self.worker.capture(CaptureRequest(views=False, full=True)).frame
 
-    def wait_for(self, *expected: np.ndarray, timeout: float = 15.0, what: str = "") -> np.ndarray:
-        """Capture until the window shows one of `expected`; fail with the difference if it never does."""
+    def wait_for(self, *expected: np.ndarray, timeout: float = 60.0, what: str = "") -> np.ndarray:
+        """Capture until the window shows one of `expected`; fail with the difference if it never does.
+        The timeout is for a starved machine (the suite beside two training runs took over 15 s)."""
         deadline = time.monotonic() + timeout
         while True:
             frame = self.capture()

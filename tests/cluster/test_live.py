@@ -317,7 +317,7 @@ def test_the_live_command_serves_a_sim_game_for_its_seconds(tmp_path: Path) -> N
         )
         assert state, shown()
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        out, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
             process.kill()
