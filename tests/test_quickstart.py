@@ -80,6 +80,15 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     _check_records(result["held_out"]["players"], out / "eval" / HELD_OUT, HELD_OUT_PLAYERS)
     assert {r["arena"] for r in _rows(out / "eval" / HELD_OUT / "learned" / "results.jsonl")} == {"ford:2"}
     assert {r["arena"] for r in _rows(out / "eval" / "learned" / "results.jsonl")} == {"plains:0"}
+    # The learned policy played with the quickstart's decoding (its kinds at temperature 0.7), on both maps.
+    for folder in (out / "eval" / "learned", out / "eval" / HELD_OUT / "learned"):
+        played = json.loads((folder / "play.json").read_text())["settings"]
+        assert {k: played[k] for k in ("mode", "temperature", "reset_memory", "follow_through")} == {
+            "mode": "point",
+            "temperature": 0.7,
+            "reset_memory": 8,
+            "follow_through": True,
+        }
     # Training made exactly the steps asked for: the run is fixed by work.
     work = result["work"]
     assert work["fixed"] and work["train_steps"] == work["planned_steps"] == 6
