@@ -103,12 +103,11 @@ def paired(rows_a: list, rows_b: list, planned: list, a: str, b: str) -> dict:
     from hoi4_arena.evaluation.paired import compare, mcnemar_exact
 
     result = compare(rows_a, rows_b, planned, names=(a, b))
-    done = {name: {(r.seed, r.side): r for r in rows} for name, rows in ((a, rows_a), (b, rows_b))}
-    keys = set(done[a]) & set(done[b])
-    complete = {
-        name: {k for k in keys if (done[name][k].extra.get("setup") or {}).get("complete")} for name in done
-    }
-    only_a, only_b = len(complete[a] - complete[b]), len(complete[b] - complete[a])
+    # By position, not by name: two runs of one player (both folders named `learned`) share a name.
+    done = [{(r.seed, r.side): r for r in rows} for rows in (rows_a, rows_b)]
+    keys = set(done[0]) & set(done[1])
+    complete = [{k for k in keys if (games[k].extra.get("setup") or {}).get("complete")} for games in done]
+    only_a, only_b = len(complete[0] - complete[1]), len(complete[1] - complete[0])
     result["setup_complete"] = {"only_a": only_a, "only_b": only_b, "p_value": mcnemar_exact(only_a, only_b)}
     return result
 
@@ -132,6 +131,8 @@ def pair(results_a: Path, results_b: Path, pairs: int, seed: int) -> None:
     from hoi4_arena.results import read_results
 
     a, b = results_a.parent.name, results_b.parent.name
+    if a == b:  # two runs of one player: name them by their folders' paths
+        a, b = str(results_a.parent), str(results_b.parent)
     result = paired(read_results(results_a), read_results(results_b), planned_keys(pairs, seed), a, b)
     print(summary_line(result, a, b), file=sys.stderr)
     print(json.dumps(result, indent=1, default=str))

@@ -5,7 +5,9 @@ enumeration, and the report's pairing, exclusions and completeness."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -166,3 +168,51 @@ def test_a_key_played_twice_or_without_a_seed_is_refused() -> None:
         pair_games([], [GameResult(player="B", side="BLU", winner=None)], planned_keys(1, 0))
     empty = compare([], [], planned_keys(1, 0))
     assert empty["paired_games"] == 0 and math.isnan(empty["win_rate_difference"]["estimate"])
+
+
+def test_held_out_pairs_counts_setups_of_two_runs_of_one_player(tmp_path: Path) -> None:
+    """scripts/held_out_pairs.py pair on two folders of the same name (two runs' `learned`): the setup
+    completions are each run's own, not the second run's twice."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "held_out_pairs.py"
+    for run, complete in (("one", [True, True, False, False]), ("two", [True, False, True, True])):
+        folder = tmp_path / run / "learned"
+        folder.mkdir(parents=True)
+        rows = [
+            {
+                "player": "learned",
+                "side": side,
+                "opponent": "ai",
+                "winner": "RED",
+                "outcome": outcome,
+                "valid": True,
+                "arena": "plains:0",
+                "seed": 1000 + i // 2,
+                "game": i,
+                "reason": "capitulation",
+                "days": 50,
+                "setup": {"army": 1, "front": 2, "offensive": 3, "executed": 4, "complete": done},
+            }
+            for i, (side, done) in enumerate(zip(("BLU", "RED") * 2, complete, strict=True))
+            for outcome in ["win" if side == "RED" else "loss"]
+        ]
+        (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    found = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "pair",
+            str(tmp_path / "one" / "learned" / "results.jsonl"),
+            str(tmp_path / "two" / "learned" / "results.jsonl"),
+            "2",
+            "1000",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(found.stdout)
+    assert result["setup_complete"]["only_a"] == 1 and result["setup_complete"]["only_b"] == 2
+    assert str(tmp_path / "one" / "learned") in found.stderr
