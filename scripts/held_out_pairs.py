@@ -16,11 +16,11 @@ two parts of 40 games (part 0: maps 1000-1019, part 1: maps 1020-1039):
 `play` plays as the quickstart evaluates (`PLAY_SETTINGS`: on each move's likeliest spot, the kinds at
 temperature 0.7, follow-through, the memory reset every 8 decisions; the measurements in docs/ made
 before 0.7 was chosen sampled the kinds at 1.0), 960x540, speed 5, 365 days, not recorded, into
-OUT/SET/NAME/ (part 1: OUT/SET/NAME-part1/). The scripted player's games on part 0 of a set: `hoi4-arena record-ai
-OUT/SET/scripted --player scripted --arena "$(python scripts/held_out_pairs.py maps SET)" --games 40
---seed 3000`. `report` prints each set's
-paired comparison (evaluation/paired.compare: Newcombe's interval and the exact McNemar test of the win
-rates, the sign-flip test of the scores) and the setup completions' discordant pairs with their exact
+OUT/SET/NAME/ (part 1: OUT/SET/NAME-part1/). The scripted player's games on part 0 of a set:
+`hoi4-arena record-ai OUT/SET/scripted --player scripted --arena "$(python scripts/held_out_pairs.py
+maps SET)" --games 40 --seed 3000`. `report` prints each set's paired comparison
+(evaluation/paired.compare: Newcombe's interval and the exact McNemar test of the win rates, the
+sign-flip test of the scores) and the setup completions' discordant pairs with their exact
 McNemar p, and writes OUT/report-A-B.json.
 """
 

@@ -186,7 +186,7 @@ def test_held_out_pairs_counts_setups_of_two_runs_of_one_player(tmp_path: Path) 
                 "side": side,
                 "opponent": "ai",
                 "winner": "RED",
-                "outcome": outcome,
+                "outcome": "win" if side == "RED" else "loss",
                 "valid": True,
                 "arena": "plains:0",
                 "seed": 1000 + i // 2,
@@ -196,7 +196,6 @@ def test_held_out_pairs_counts_setups_of_two_runs_of_one_player(tmp_path: Path) 
                 "setup": {"army": 1, "front": 2, "offensive": 3, "executed": 4, "complete": done},
             }
             for i, (side, done) in enumerate(zip(("BLU", "RED") * 2, complete, strict=True))
-            for outcome in ["win" if side == "RED" else "loss"]
         ]
         (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     found = subprocess.run(
