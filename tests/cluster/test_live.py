@@ -297,6 +297,9 @@ def test_the_live_command_serves_a_sim_game_for_its_seconds(tmp_path: Path) -> N
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Started as a background job is (SIGINT ignored, which Python then never turns into
+        # KeyboardInterrupt): Ctrl+C must stop it all the same.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         line = process.stderr.readline()

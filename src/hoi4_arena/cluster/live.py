@@ -33,6 +33,7 @@ import io
 import json
 import logging
 import math
+import signal
 import socket
 import threading
 import time
@@ -555,7 +556,7 @@ class LiveServer:
 
 
 def run_live(config: LiveConfig) -> dict[str, Any]:
-    """The `live` command: serve the page until Ctrl+C (or --seconds), then report what it showed.
+    """The `live` command: serve the page until Ctrl+C or SIGTERM (or --seconds), then report what it showed.
 
     Says "live view on URL" on stderr once the page is served."""
     import sys
@@ -596,16 +597,21 @@ def run_live(config: LiveConfig) -> dict[str, Any]:
     server = LiveServer(feed, host, port, fps=config.fps, allow_remote=config.allow_remote)
     watcher = Watcher(connect, feed, fps=config.fps, quality=config.quality, generation=generation)
     started = time.monotonic()
+    # Ctrl+C and SIGTERM end the serving through handlers of its own (as `serve-worker` does): a command
+    # started in the background inherits SIGINT ignored, and Python's KeyboardInterrupt then never comes.
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         server.start()
         print(f"live view on {server.url}", file=sys.stderr, flush=True)
         if games is not None:
             games.start()
         watcher.start()
-        with contextlib.suppress(KeyboardInterrupt):
-            while not config.seconds or time.monotonic() - started < config.seconds:
-                time.sleep(0.2)
+        while not stop.wait(0.2) and not (config.seconds and time.monotonic() - started >= config.seconds):
+            pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         watcher.stop()  # first: the page keeps the last state it saw of a running game
         if games is not None:
             games.stop()
