@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.x11, pytest.mark.slow]
 def test_the_scripted_player_sets_up_and_runs_its_plan_in_the_window(tmp_path: Path) -> None:
     out = tmp_path / "x11"
     config = RecordAIConfig(
-        out=out, game="x11", games=1, arena="plains:2", seed=2, max_days=15, progress=False
+        out=out, game="x11", games=1, arena="plains:2", seed=2, max_days=13, progress=False
     )
     summary = run_record_ai(config)
     assert summary["games"] == 1 and summary["invalid"] == 0
@@ -25,7 +25,7 @@ def test_the_scripted_player_sets_up_and_runs_its_plan_in_the_window(tmp_path: P
     # The ARENA log of the window's game (read by the harness): the army, its front, an offensive plan,
     # executed -- all done through the window's pixels and XTest.
     assert row["setup"]["complete"], row["setup"]
-    assert row["days"] == 15 and row["winner"] is None and row["seen"] == "draw"
+    assert row["days"] == 13 and row["winner"] is None and row["seen"] == "draw"
     folder = out / row["session"]
     assert check_session(folder)["verdict"] == "ok"
     manifest = json.loads((folder / "manifest.json").read_text())

@@ -219,11 +219,14 @@ class _Audit:
         codes = np.array(
             [(lambda c: (c[0] << 16) | (c[1] << 8) | c[2])(self.definition[i]["colour"]) for i in ids]
         )
-        order = np.argsort(codes)
-        codes, ids = codes[order], ids[order]
-        pos = np.clip(np.searchsorted(codes, packed), 0, len(codes) - 1)
-        known = codes[pos] == packed
-        raster = np.where(known, ids[pos], 0)
+        # A table from every 24-bit colour to its province id (0: not in definition.csv); only the pages
+        # of the colours used are ever touched.
+        # (A row's colour outside 0..255 or a negative id matches no pixel: that row has none.)
+        table = np.zeros(1 << 24, dtype=np.int32)
+        usable = (codes >= 0) & (codes < 1 << 24) & (ids > 0)
+        table[codes[usable]] = ids[usable]
+        raster = table[packed].astype(np.int64)
+        known = raster > 0
         if not known.all():
             unknown_codes, first = np.unique(packed[~known], return_index=True)
             ys, xs = np.nonzero(~known)
@@ -264,20 +267,28 @@ class _Audit:
                 "repaint one of the four pixels so that at most three provinces meet there",
             )
         # Bounding boxes (HOI4: more than 1/8 of the map's width or height is too large a box).
+        # Each province's pixels in raster order (a stable sort; of 16-bit ids a radix sort), then the
+        # extent of each province's run at once.
         flat = raster.ravel()
-        order = np.argsort(flat, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(counts)])
+        order = np.argsort(flat.astype(np.uint16) if flat.max() < 1 << 16 else flat, kind="stable")
+        py, px = np.divmod(order, w)
+        present = np.flatnonzero(counts)
+        starts = np.concatenate([[0], np.cumsum(counts)])[present]
+        widths = np.maximum.reduceat(px, starts) - np.minimum.reduceat(px, starts) + 1
+        heights = py[np.concatenate([starts[1:], [len(order)]]) - 1] - py[starts] + 1
+        extent = {
+            int(p): (int(bw), int(bh), int(s))
+            for p, bw, bh, s in zip(present, widths, heights, starts, strict=True)
+        }
         for pid in sorted(self.definition):
-            if not counts[pid]:
+            if pid not in extent:
                 continue
-            pix = order[bounds[pid] : bounds[pid + 1]]
-            py, px = np.divmod(pix, w)
-            bw, bh = int(px.max() - px.min() + 1), int(py.max() - py.min() + 1)
+            bw, bh, first = extent[pid]
             if bw > w // 8 or bh > h // 8:
                 self.error(
                     "bounding_box",
                     path,
-                    f"pixel {int(px[0])},{int(py[0])}",
+                    f"pixel {int(px[first])},{int(py[first])}",
                     f"province {pid} spans {bw}x{bh} pixels, over 1/8 of the map ({w // 8}x{h // 8})",
                     "split it into smaller provinces, or remove stray pixels of its colour",
                 )
