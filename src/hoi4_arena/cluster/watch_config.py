@@ -79,7 +79,7 @@ class LiveConfig(WatchChoice):
     quality: int = 80
     """JPEG quality of the frames (1..95)."""
     seconds: float = 0.0
-    """Stop serving after this many seconds (0: until Ctrl+C)."""
+    """Stop serving after this many seconds (0: until Ctrl+C or SIGTERM)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
