@@ -45,13 +45,15 @@ def test_each_test_gets_its_own_and_its_childrens_cpu_and_the_report_reads_them(
     assert here["self"] > 0.05 and here["child"] == 0
     assert waits["wall"] >= 0.3 and waits["self"] + waits["child"] < waits["wall"]
     report = subprocess.run(
-        [sys.executable, str(SCRIPTS / "pytest_cpu.py"), str(counts), "--top", "2"],
+        [sys.executable, str(SCRIPTS / "pytest_cpu.py"), str(counts), "--top", "3"],
         capture_output=True,
         text=True,
     )
     assert report.returncode == 0, report.stderr
     assert report.stdout.startswith("3 tests: CPU ")
-    assert "test_three.py" in report.stdout and "test_burns_in_a_child" in report.stdout
+    assert "test_three.py" in report.stdout and all(
+        f"test_three.py::{name}" in report.stdout for name in rows
+    )
     empty = subprocess.run(
         [sys.executable, str(SCRIPTS / "pytest_cpu.py"), str(tmp_path / "none")],
         capture_output=True,
