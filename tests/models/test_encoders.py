@@ -24,6 +24,7 @@ MATERIALISED = {"cnn", "cnn_clip", f"timm:{TOWER}"}
 @pytest.mark.parametrize("encoder", list_encoders())
 def test_every_registered_encoder_builds_without_weights(encoder: str, make_obs) -> None:
     import timm  # here, not at the top: 1.6 s at each test worker's collection
+
     config = PolicyConfig(encoder=encoder)
     if encoder in MATERIALISED:
         policy = Policy(config).eval()
@@ -76,6 +77,7 @@ def test_a_screen_that_the_patches_do_not_divide_is_resized_once() -> None:
 def _fresh_tower_file(path: Path, seed: int = 5, **changes: int) -> dict[str, torch.Tensor]:
     """A safetensors file from a freshly built tower (with its VLM projector, like timm's hub files)."""
     import timm  # here, not at the top: 1.6 s at each test worker's collection
+
     torch.manual_seed(seed)
     tower = timm.create_model(TOWER, pretrained=False, **{**NARROW, **changes})
     state = {k: v.contiguous() for k, v in tower.state_dict().items()}
@@ -99,6 +101,7 @@ def test_weights_load_from_a_safetensors_file(tmp_path: Path, tiny_config: Polic
 
 def test_the_real_qwen_tower_loads_its_weights(tmp_path: Path) -> None:
     import timm  # here, not at the top: 1.6 s at each test worker's collection
+
     torch.manual_seed(1)
     reference = timm.create_model(TOWER, pretrained=False)
     path = tmp_path / "qwen.safetensors"

@@ -31,6 +31,7 @@ FAST = dict(batch=16, threads=1, every=2)
 def tower_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A narrow Qwen3 tower's weights, freshly initialised, in timm's layout (what a local download holds)."""
     import timm  # here, not at the top: 1.6 s at each test worker's collection
+
     torch.manual_seed(3)
     tower = timm.create_model(TOWER, pretrained=False, **NARROW)
     path = tmp_path_factory.mktemp("tower") / "tower.safetensors"
