@@ -33,7 +33,6 @@ import io
 import json
 import logging
 import math
-import signal
 import socket
 import threading
 import time
@@ -44,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from hoi4_arena.cluster.live_page import PAGE
-from hoi4_arena.cluster.station import LockedWorker, SocketClient
+from hoi4_arena.cluster.station import LockedWorker, SocketClient, stop_on_signals
 from hoi4_arena.cluster.station_config import is_loopback, parse_listen
 from hoi4_arena.cluster.telemetry import Telemetry
 from hoi4_arena.cluster.watch_config import RANDOM, LiveConfig
@@ -597,27 +596,24 @@ def run_live(config: LiveConfig) -> dict[str, Any]:
     server = LiveServer(feed, host, port, fps=config.fps, allow_remote=config.allow_remote)
     watcher = Watcher(connect, feed, fps=config.fps, quality=config.quality, generation=generation)
     started = time.monotonic()
-    # Ctrl+C and SIGTERM end the serving through handlers of its own (as `serve-worker` does): a command
-    # started in the background inherits SIGINT ignored, and Python's KeyboardInterrupt then never comes.
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server.start()
-        print(f"live view on {server.url}", file=sys.stderr, flush=True)
-        if games is not None:
-            games.start()
-        watcher.start()
-        while not stop.wait(0.2) and not (config.seconds and time.monotonic() - started >= config.seconds):
-            pass
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        watcher.stop()  # first: the page keeps the last state it saw of a running game
-        if games is not None:
-            games.stop()
-        server.stop()
-        if local_worker is not None:
-            local_worker.worker.close()
+    with stop_on_signals() as stop:  # Ctrl+C or SIGTERM, also in a command started in the background
+        try:
+            server.start()
+            print(f"live view on {server.url}", file=sys.stderr, flush=True)
+            if games is not None:
+                games.start()
+            watcher.start()
+            while not stop.wait(0.2) and not (
+                config.seconds and time.monotonic() - started >= config.seconds
+            ):
+                pass
+        finally:
+            watcher.stop()  # first: the page keeps the last state it saw of a running game
+            if games is not None:
+                games.stop()
+            server.stop()
+            if local_worker is not None:
+                local_worker.worker.close()
     frames, _, _, state = feed.snapshot()
     result: dict[str, Any] = {
         "source": source,

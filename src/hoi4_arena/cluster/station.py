@@ -37,11 +37,12 @@ import hmac
 import ipaddress
 import logging
 import select
+import signal
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -514,12 +515,27 @@ def probe_peer(
         client.close()
 
 
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """An event that SIGINT (Ctrl+C) or SIGTERM sets while inside; the previous handlers come back after.
+
+    Handlers of its own, for the commands that serve until stopped (`serve-worker`, `live`): a command
+    started in the background inherits SIGINT ignored, and Python's KeyboardInterrupt then never comes.
+    Main thread only (Python's rule for signal handlers)."""
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_serve_worker(config: ServeWorkerConfig) -> dict:
     """The `serve-worker` command: open the game's worker, serve it until SIGINT or SIGTERM, close it.
 
     Says "listening on HOST:PORT" on stderr once connections are accepted.
     """
-    import signal
     import sys
 
     from hoi4_arena.screen.layout import ViewLayout
@@ -557,21 +573,18 @@ def run_serve_worker(config: ServeWorkerConfig) -> dict:
     except BaseException:
         worker.close()
         raise
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    station.start()
-    print(
-        f"listening on {station.address[0]}:{station.address[1]} as {bundle.name}",
-        file=sys.stderr,
-        flush=True,
-    )
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        station.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with stop_on_signals() as stop:
+        station.start()
+        print(
+            f"listening on {station.address[0]}:{station.address[1]} as {bundle.name}",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            while not stop.wait(0.5):
+                pass
+        finally:
+            station.stop()
     return {
         "station": bundle.name,
         "listened": f"{station.address[0]}:{station.address[1]}",

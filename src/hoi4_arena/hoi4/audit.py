@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.hoi4.provinces import crossings
+from hoi4_arena.hoi4.provinces import crossings, ids_of_colours
 from hoi4_arena.hoi4.script import Block, ScriptError, parse
 
 MIN_PIXELS = 9  # HOI4 warns about, and misplaces, provinces of 8 pixels or fewer
@@ -214,18 +214,11 @@ class _Audit:
             )
             return
         h, w, _ = rgb.shape
-        packed = (rgb[..., 0].astype(np.int64) << 16) | (rgb[..., 1].astype(np.int64) << 8) | rgb[..., 2]
-        ids = np.array(sorted(self.definition), dtype=np.int64)
-        codes = np.array(
-            [(lambda c: (c[0] << 16) | (c[1] << 8) | c[2])(self.definition[i]["colour"]) for i in ids]
-        )
-        # A table from every 24-bit colour to its province id (0: not in definition.csv); only the pages
-        # of the colours used are ever touched.
-        # (A row's colour outside 0..255 or a negative id matches no pixel: that row has none.)
-        table = np.zeros(1 << 24, dtype=np.int32)
-        usable = (codes >= 0) & (codes < 1 << 24) & (ids > 0)
-        table[codes[usable]] = ids[usable]
-        raster = table[packed].astype(np.int64)
+        colours = {}
+        for pid, row in sorted(self.definition.items()):
+            r, g, b = row["colour"]
+            colours[(r << 16) | (g << 8) | b] = pid
+        packed, raster = ids_of_colours(rgb, colours)  # 0: a colour not in definition.csv
         known = raster > 0
         if not known.all():
             unknown_codes, first = np.unique(packed[~known], return_index=True)
@@ -238,7 +231,7 @@ class _Audit:
                     f"colour {code >> 16},{(code >> 8) & 255},{code & 255} is in provinces.bmp but not in definition.csv",
                     "add a definition.csv row for it, or repaint those pixels with a defined province",
                 )
-        counts = np.bincount(raster.ravel(), minlength=int(ids.max()) + 1)
+        counts = np.bincount(raster.ravel(), minlength=max(self.definition) + 1)
         for pid in sorted(self.definition):
             if counts[pid] == 0:
                 self.error(

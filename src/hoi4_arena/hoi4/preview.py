@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hoi4_arena.hoi4.provinces import ids_of_colours
 from hoi4_arena.hoi4.script import Block, parse
 
 TINTS = {"BLU": np.array([60, 100, 210]), "RED": np.array([205, 60, 50])}
@@ -27,11 +28,8 @@ def _ids(mod: Path) -> np.ndarray:
         p = line.split(";")
         colours[(int(p[1]) << 16) | (int(p[2]) << 8) | int(p[3])] = int(p[0])
     with Image.open(mod / "map" / "provinces.bmp") as image:
-        rgb = np.asarray(image.convert("RGB")).astype(np.int64)
-    packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
-    keys = np.array(sorted(colours))
-    pos = np.clip(np.searchsorted(keys, packed), 0, len(keys) - 1)
-    return np.where(keys[pos] == packed, np.array([colours[k] for k in keys])[pos], 0)
+        rgb = np.asarray(image.convert("RGB"))
+    return ids_of_colours(rgb, colours)[1]
 
 
 def _owners(mod: Path, n: int) -> np.ndarray:

@@ -75,6 +75,22 @@ def label_pieces(raster: np.ndarray) -> np.ndarray:
     return compact[run_id]
 
 
+def ids_of_colours(rgb: np.ndarray, colours: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(packed, ids) of a `provinces.bmp` picture (H, W, 3) uint8: each pixel's colour packed as
+    R << 16 | G << 8 | B (int64) and its province id from `colours` (packed colour -> id), 0 where the
+    colour is not there.
+
+    Through one table from every 24-bit colour to its id: only the pages of the colours used are ever
+    touched. A colour outside 0..255 or an id below 1 matches no pixel."""
+    packed = (rgb[..., 0].astype(np.int64) << 16) | (rgb[..., 1].astype(np.int64) << 8) | rgb[..., 2]
+    codes = np.fromiter(colours.keys(), dtype=np.int64, count=len(colours))
+    ids = np.fromiter(colours.values(), dtype=np.int64, count=len(colours))
+    usable = (codes >= 0) & (codes < 1 << 24) & (ids > 0)
+    table = np.zeros(1 << 24, dtype=np.int32)
+    table[codes[usable]] = ids[usable]
+    return packed, table[packed].astype(np.int64)
+
+
 def crossings(ids: np.ndarray, wrap: bool = True) -> np.ndarray:
     """(N, 2) (x, y) of 2x2 blocks where four ids meet or ids touch only diagonally; x = W-1 is the wrap."""
     r = np.concatenate([ids, ids[:, :1]], axis=1) if wrap else ids
