@@ -20,8 +20,12 @@ STEM_STRIDE = 4
 
 
 def to_float_images(pixels: torch.Tensor) -> torch.Tensor:
-    """(N, H, W, C) uint8 -> (N, C, H, W) float32, normalised inside the model so callers pass uint8."""
-    return (pixels.permute(0, 3, 1, 2).float() - PIXEL_MEAN) * PIXEL_SCALE
+    """(N, H, W, C) uint8 -> (N, C, H, W) float32, normalised inside the model so callers pass uint8.
+
+    One new tensor, normalised in place: a third of the time of `(x.float() - mean) * scale`, which
+    writes two more screen-sized tensors (bench/pixels.py), with the same values (the scale is a power
+    of two: every step is exact) and the same strides."""
+    return pixels.permute(0, 3, 1, 2).to(torch.float32, copy=True).sub_(PIXEL_MEAN).mul_(PIXEL_SCALE)
 
 
 def plan_strides(height: int, stop: int) -> int:
