@@ -85,6 +85,10 @@ def report(folder: Path, top: int) -> None:
     print(f"\ntests by wall (top {top}): wall  cpu  test")
     for r in sorted(rows, key=lambda r: -r["wall"])[:top]:
         print(f"{r['wall']:7.1f} {r['self'] + r['child']:7.1f}  {r['id'][:140]}")
+    idle = sum(max(0.0, r["wall"] - r["self"] - r["child"]) for r in rows)
+    print(f"\ntests by waiting, wall over CPU (top {top} of {idle:.0f} s in all): waiting  wall  test")
+    for r in sorted(rows, key=lambda r: r["self"] + r["child"] - r["wall"])[:top]:
+        print(f"{r['wall'] - r['self'] - r['child']:7.1f} {r['wall']:7.1f}  {r['id'][:140]}")
 
 
 def main() -> None:

@@ -54,6 +54,8 @@ def test_each_test_gets_its_own_and_its_childrens_cpu_and_the_report_reads_them(
     assert "test_three.py" in report.stdout and all(
         f"test_three.py::{name}" in report.stdout for name in rows
     )
+    waiting = report.stdout.split("tests by waiting")[1].splitlines()
+    assert "test_three.py::test_waits" in waiting[1], report.stdout
     empty = subprocess.run(
         [sys.executable, str(SCRIPTS / "pytest_cpu.py"), str(tmp_path / "none")],
         capture_output=True,
