@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -45,6 +46,21 @@ def test_bad_log_level_is_a_message_not_a_traceback() -> None:
     )
     assert out.returncode == 2
     assert "log level" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_bad_input_error_is_one_line_however_long_and_narrow(tmp_path) -> None:
+    # A narrow terminal and a long path: the message is not broken into lines (a log keeps it whole).
+    folder = tmp_path / ("a-long-folder-name-" * 6) / "not-a-mod"
+    folder.mkdir(parents=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "hoi4_arena.cli", "audit-map", str(folder)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "40"},
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(f"error: {folder} is not a HOI4 mod")
 
 
 def test_unknown_command_fails_with_usage() -> None:

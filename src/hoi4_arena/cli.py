@@ -1086,7 +1086,9 @@ def main() -> None:
     except UserError as error:
         from hoi4_arena.terminal import stderr
 
-        stderr.print(f"[bold red]error:[/] {error}", highlight=False)
+        # One line whatever the path's length: a log or a script reading stderr gets the whole message
+        # unbroken (the terminal wraps it for the eye).
+        stderr.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         sys.exit(error.exit_code)
 
 
