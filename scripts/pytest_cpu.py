@@ -21,6 +21,7 @@ import collections
 import json
 import os
 import resource
+import signal
 import time
 from pathlib import Path
 
@@ -96,6 +97,7 @@ def main() -> None:
     parser.add_argument("folder", type=Path, nargs="?", default=Path("runs/test-cpu"))
     parser.add_argument("--top", type=int, default=25, help="rows in each table")
     args = parser.parse_args()
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the report quietly, no traceback
     report(args.folder, args.top)
 
 
