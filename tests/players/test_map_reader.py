@@ -3,6 +3,8 @@ read the game's state; the reader never does), occupied land by its controller, 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,15 @@ def test_the_front_lies_in_own_land_next_to_the_enemy_and_across_leads_into_it()
 def test_a_reader_needs_a_country_the_rule_knows() -> None:
     with pytest.raises(ValueError, match="cannot read it for 'GRN'"):
         MapReader(sim_rules((540, 960)).map, "GRN")
+
+
+def test_readers_of_one_rule_share_one_read_only_colour_table() -> None:
+    rule = sim_rules((540, 960)).map
+    blu, again, red = MapReader(rule, "BLU"), MapReader(rule, "BLU"), MapReader(rule, "RED")
+    assert again.table is blu.table and not blu.table.flags.writeable
+    assert red.table is not blu.table
+    # The table is the reader's view of the colours: own and enemy swap with the side, water stays.
+    swapped = np.where(blu.table == OWN, ENEMY, np.where(blu.table == ENEMY, OWN, blu.table))
+    assert np.array_equal(red.table, swapped)
+    other = replace(rule, tints={"BLU": rule.tints["RED"], "RED": rule.tints["BLU"]})
+    assert np.array_equal(MapReader(other, "BLU").table, red.table)
