@@ -214,10 +214,7 @@ class _Audit:
             )
             return
         h, w, _ = rgb.shape
-        colours = {}
-        for pid, row in sorted(self.definition.items()):
-            r, g, b = row["colour"]
-            colours[(r << 16) | (g << 8) | b] = pid
+        colours = {pid: row["colour"] for pid, row in self.definition.items()}
         packed, raster = ids_of_colours(rgb, colours)  # 0: a colour not in definition.csv
         known = raster > 0
         if not known.all():

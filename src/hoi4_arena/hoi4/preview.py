@@ -26,7 +26,7 @@ def _ids(mod: Path) -> np.ndarray:
     colours = {}
     for line in (mod / "map" / "definition.csv").read_text(encoding="utf-8").splitlines()[1:]:
         p = line.split(";")
-        colours[(int(p[1]) << 16) | (int(p[2]) << 8) | int(p[3])] = int(p[0])
+        colours[int(p[0])] = (int(p[1]), int(p[2]), int(p[3]))
     with Image.open(mod / "map" / "provinces.bmp") as image:
         rgb = np.asarray(image.convert("RGB"))
     return ids_of_colours(rgb, colours)[1]

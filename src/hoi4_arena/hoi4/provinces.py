@@ -75,19 +75,26 @@ def label_pieces(raster: np.ndarray) -> np.ndarray:
     return compact[run_id]
 
 
-def ids_of_colours(rgb: np.ndarray, colours: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(packed, ids) of a `provinces.bmp` picture (H, W, 3) uint8: each pixel's colour packed as
-    R << 16 | G << 8 | B (int64) and its province id from `colours` (packed colour -> id), 0 where the
-    colour is not there.
+def ids_of_colours(
+    rgb: np.ndarray, colours: dict[int, tuple[int, int, int]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(packed, ids) of a `provinces.bmp` picture (H, W, 3) uint8 and its provinces' colours (id ->
+    (r, g, b)): each pixel's colour packed as R << 16 | G << 8 | B (int64) and its province id, 0 where
+    no province has the pixel's colour.
 
     Through one table from every 24-bit colour to its id: only the pages of the colours used are ever
-    touched. A colour outside 0..255 or an id below 1 matches no pixel."""
+    touched. A colour with a channel outside 0..255 or an id below 1 matches no pixel; a colour two
+    provinces share (the audit reports it) is the larger id's."""
     packed = (rgb[..., 0].astype(np.int64) << 16) | (rgb[..., 1].astype(np.int64) << 8) | rgb[..., 2]
-    codes = np.fromiter(colours.keys(), dtype=np.int64, count=len(colours))
-    ids = np.fromiter(colours.values(), dtype=np.int64, count=len(colours))
-    usable = (codes >= 0) & (codes < 1 << 24) & (ids > 0)
+    ids = np.fromiter(colours.keys(), dtype=np.int64, count=len(colours))
+    channels = np.array(list(colours.values()), dtype=np.int64).reshape(len(colours), 3)
+    usable = ((channels >= 0) & (channels <= 255)).all(axis=1) & (ids > 0)
+    ids, channels = ids[usable], channels[usable]
+    codes = (channels[:, 0] << 16) | (channels[:, 1] << 8) | channels[:, 2]
+    order = np.argsort(-ids, kind="stable")  # largest id first: np.unique keeps each code's first
+    codes, first = np.unique(codes[order], return_index=True)
     table = np.zeros(1 << 24, dtype=np.int32)
-    table[codes[usable]] = ids[usable]
+    table[codes] = ids[order][first]
     return packed, table[packed].astype(np.int64)
 
 
