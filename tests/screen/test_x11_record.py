@@ -159,6 +159,32 @@ def test_server_clock_calibration_tracks_the_monotonic_clock(server) -> None:
     assert abs(first.to_ns(second.server_ms) - second.mono_ns) <= max(2_000_000, slack)
 
 
+def test_a_reading_stretched_by_the_scheduler_is_not_the_one_kept(server, monkeypatch) -> None:
+    """The first round trip is made 40 ms long (as a preempted process sees it): the clock keeps a
+    shorter one, and maps the server's time as a single clean reading does."""
+    import hoi4_arena.screen.x11_record as x11_record
+
+    real = time.monotonic_ns
+    calls = {"n": 0}
+
+    def stalled() -> int:
+        calls["n"] += 1
+        return real() + (40_000_000 if calls["n"] == 2 else 0)  # the first reading's `after`
+
+    conn = Display(server.display)
+    try:
+        monkeypatch.setattr(x11_record.time, "monotonic_ns", stalled)
+        clock = ServerClock.calibrate(conn)
+        monkeypatch.setattr(x11_record.time, "monotonic_ns", real)
+        clean = ServerClock.calibrate(conn, readings=1)
+    finally:
+        conn.close()
+    assert calls["n"] == 2 * x11_record.CLOCK_READINGS
+    assert clock.uncertainty_ns < 10_000_000
+    slack = clock.uncertainty_ns + clean.uncertainty_ns + 1_000_000
+    assert abs(clock.to_ns(clean.server_ms) - clean.mono_ns) <= max(2_000_000, slack)
+
+
 def test_ledger_matches_in_order_by_type_detail_and_motion_position() -> None:
     ledger = InjectionLedger()
     ledger.add((X.KeyPress, 38, 0, 0))

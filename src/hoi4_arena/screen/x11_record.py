@@ -42,6 +42,8 @@ from hoi4_arena.screen.x11_input import BUTTON_NAMES, WHEEL_DOWN, WHEEL_UP, Sent
 
 LEDGER_HORIZON_NS = 2_000_000_000
 QUEUE_LIMIT = 100_000
+CLOCK_READINGS = 8
+"""Round trips `ServerClock.calibrate` takes to find one the scheduler did not stretch."""
 
 Rect = tuple[int, int, int, int]
 """A client rectangle (x, y, width, height) in root coordinates."""
@@ -61,13 +63,26 @@ class ServerClock:
         return self.mono_ns + delta * 1_000_000
 
     @classmethod
-    def calibrate(cls, conn: Display) -> ServerClock:
-        """Read the server's time by touching a property of a throwaway window of our own."""
+    def calibrate(cls, conn: Display, readings: int = CLOCK_READINGS) -> ServerClock:
+        """Read the server's time by touching a property of a throwaway window of our own, `readings`
+        times, and keep the reading with the shortest round trip: one reading taken while this process
+        was preempted would put every event it maps tens of milliseconds off."""
         window = conn.screen().root.create_window(
             -10, -10, 1, 1, 0, X.CopyFromParent, X.InputOnly, event_mask=X.PropertyChangeMask
         )
         atom = conn.intern_atom("HOI4_ARENA_CLOCK")
         conn.sync()
+        best: ServerClock | None = None
+        for _ in range(max(1, readings)):
+            reading = cls._read(conn, window, atom)
+            if best is None or reading.uncertainty_ns < best.uncertainty_ns:
+                best = reading
+        window.destroy()
+        conn.sync()
+        return best
+
+    @classmethod
+    def _read(cls, conn: Display, window, atom: int) -> ServerClock:
         before = time.monotonic_ns()
         window.change_property(atom, Xatom.STRING, 8, b"t")
         conn.sync()
@@ -77,9 +92,9 @@ class ServerClock:
             event = conn.next_event()
             if event.type == X.PropertyNotify and event.window.id == window.id:
                 server_ms = event.time
-        window.destroy()
-        conn.sync()
         if server_ms is None:
+            window.destroy()
+            conn.sync()
             raise WorkerError("clock", "the X server sent no PropertyNotify; cannot read its clock")
         return cls(server_ms, (before + after) // 2, (after - before + 1) // 2)
 
