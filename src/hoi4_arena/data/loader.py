@@ -21,9 +21,9 @@ small data set for many epochs then pays for the video once.
 
 A session that fails while it plays (a corrupt video in the middle of a run) is skipped: the stream
 reports it (`SessionSkipped`, logged as a warning and listed in `skipped`) and carries on without that
-session's remaining windows. Workers are `spawn`ed processes (no torch in them: numpy, PyAV and the
-numba resampler), started on first use and stopped by `close()`; they ignore Ctrl+C so that the
-training thread decides how to stop.
+session's remaining windows. Workers are processes forked from a clean server that imported this module
+once (`processes.worker_context`; no torch in them: numpy, PyAV and the numba resampler), started on
+first use and stopped by `close()`; they ignore Ctrl+C so that the training thread decides how to stop.
 
 Try: .venv/bin/python -m hoi4_arena.data.loader runs/ --workers 2
 """
@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import multiprocessing as mp
 import queue
 import signal
 import sys
@@ -50,6 +49,7 @@ from hoi4_arena.data.shuffle import WindowRef, WorkerPlan, epoch_plan, ordered_p
 from hoi4_arena.data.sources import SessionSource
 from hoi4_arena.data.windows import Window, cut_windows, idle_spans, needed_decisions, plan_spans
 from hoi4_arena.errors import UserError
+from hoi4_arena.processes import worker_context
 
 log = logging.getLogger(__name__)
 
@@ -380,7 +380,7 @@ class WindowLoader:
     def _start(self) -> None:
         if self._processes:
             return
-        context = mp.get_context("spawn")
+        context = worker_context()
         for w in range(self.workers):
             tasks, results = context.Queue(), context.Queue(maxsize=PREFETCH)
             process = context.Process(

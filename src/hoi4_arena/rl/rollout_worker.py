@@ -1,8 +1,8 @@
 """The rollout engine's processes: each owns some slots' `RolloutGame`s and answers the learner over a pipe.
 
-The logic is `rl/rollout_game.py`; this module is the glue. A process is `spawn`ed (no torch in it: the
-games only need numpy and the simulator), ignores Ctrl+C (the learner stops it), and serves requests
-one at a time:
+The logic is `rl/rollout_game.py`; this module is the glue. A process is forked from a clean server that
+imported this module once (`processes.worker_context`; no torch in it: the games only need numpy and the
+simulator), ignores Ctrl+C (the learner stops it), and serves requests one at a time:
 
     ("begin", [(slot, plan), ...])             -> [Step, ...]   the slots' first observations
     ("step", [(slot, tokens, next_plan, rival), ...]) -> [Step, ...]  one decision of each of its slots
@@ -25,11 +25,11 @@ Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py -k killed
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import signal
 import traceback
 from typing import Any
 
+from hoi4_arena.processes import worker_context
 from hoi4_arena.rl.rollout_game import RolloutGame, RolloutSettings, Step
 
 POLL_S = 0.5  # how often a waiting learner checks that the process is still alive
@@ -120,10 +120,10 @@ class LocalWorker:
 
 
 class WorkerProcess:
-    """A spawned process serving the requests of the module docstring."""
+    """A worker process (`processes.worker_context`) serving the requests of the module docstring."""
 
-    def __init__(self, settings: RolloutSettings, context: str = "spawn") -> None:
-        ctx = mp.get_context(context)
+    def __init__(self, settings: RolloutSettings, context: str | None = None) -> None:
+        ctx = worker_context(context)
         self._connection, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, args=(child, settings), daemon=True)
         self.process.start()
