@@ -87,6 +87,7 @@ def train(args: argparse.Namespace) -> dict:
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     from hoi4_arena.screen.env_wrappers import FLAT_ENV_ID
 
@@ -113,6 +114,7 @@ def train(args: argparse.Namespace) -> dict:
         stats_window_size=10**9,  # every finished game, not SB3's last 100
         verbose=0,
     )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's own would leave /tmp/SB3-* behind
     started = time.perf_counter()
     model.learn(total_timesteps=args.steps)
     seconds = time.perf_counter() - started

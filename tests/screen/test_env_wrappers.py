@@ -8,6 +8,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -216,9 +217,13 @@ TINY = ["--size", "320x180", "--max-days", "8", "--n-steps", "64", "--batch-size
 
 
 @pytest.mark.slow
-def test_sb3_ppo_trains_on_the_simulator_and_is_seeded(tmp_path: Path, capsys) -> None:
+def test_sb3_ppo_trains_on_the_simulator_and_is_seeded(tmp_path: Path, capsys, monkeypatch) -> None:
     script = _script()
+    scratch = tmp_path / "tmp"  # the temporary folder of this run: SB3's logger would leave SB3-* in it
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     assert script.main([str(tmp_path / "a"), "--steps", "256", *TINY]) == 0
+    assert not list(scratch.glob("SB3-*"))
     summary = json.loads(capsys.readouterr().out)
     assert summary["steps"] == 256 and summary["updates"] == 4
     # 8-day games are about 40 decisions: several ended, each a draw or a win or loss with its return.
