@@ -149,3 +149,12 @@ def test_the_guardian_releases_its_last_report(server, person) -> None:
     assert keymap[a // 8] >> (a % 8) & 1 == 1, "a key no longer reported is left to its owner"
     xtest.fake_input(person.conn, X.KeyRelease, a)
     person.conn.sync()
+
+
+def test_the_guardian_process_imports_no_numpy() -> None:
+    """The guardian starts beside every X11 worker: its module stays light (Xlib and the event tables)."""
+    import subprocess
+
+    code = "import sys, hoi4_arena.screen.x11_input; print(sorted({'numpy', 'torch'} & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -27,6 +27,7 @@ from typing import Literal
 import numpy as np
 
 from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.worker_error import WorkerError  # noqa: F401  -- imported from here across the project
 
 ArmMode = Literal["setup", "match"]
 ARM_MODES = ("setup", "match")
@@ -83,15 +84,6 @@ class Capture:
     """View name -> uint8 array: 'global' (h, w, 3), 'quadrants' (4, h, w, 3), 'fovea' (f, f, 3)."""
     regions: dict[str, np.ndarray] = field(default_factory=dict)
     """Requested native crops by name, (h, w, 3) uint8."""
-
-
-class WorkerError(RuntimeError):
-    """A request the worker refused or could not carry out; the message says which and why."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
 
 
 class Worker(abc.ABC):

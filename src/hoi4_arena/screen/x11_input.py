@@ -49,7 +49,7 @@ from hoi4_arena.screen.events import (
     VK_TAB,
     VK_UP,
 )
-from hoi4_arena.screen.worker import WorkerError
+from hoi4_arena.screen.worker_error import WorkerError
 
 # The keysym each virtual-key code presses: the unshifted symbol of a US layout, left-hand modifiers.
 VK_KEYSYMS: dict[int, int] = {
