@@ -18,8 +18,10 @@ Every server is stopped by its PID at teardown.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -67,6 +69,19 @@ os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 getattr(np._core.multiarray, "_set_madvise_hugepage", lambda enabled: None)(
     os.environ["NUMPY_MADVISE_HUGEPAGE"] != "0"
 )
+
+
+# Generated maps are kept on disk (maps/cache.py) in a folder of this run's own, shared by the test
+# workers and every process a test starts (set before the workers start, which inherit it): each run
+# draws each map once, as a fresh machine would, and the developer's own cache is left alone.
+_OWN_MAP_CACHE = None
+if "HOI4_ARENA_CACHE" not in os.environ:
+    _OWN_MAP_CACHE = os.environ["HOI4_ARENA_CACHE"] = tempfile.mkdtemp(prefix="hoi4-arena-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _OWN_MAP_CACHE is not None and not hasattr(config, "workerinput"):
+        shutil.rmtree(_OWN_MAP_CACHE, ignore_errors=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

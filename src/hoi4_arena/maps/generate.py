@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.maps import cache as map_cache
 from hoi4_arena.maps.invariants import count_pieces, four_way_corners
 from hoi4_arena.maps.model import ArenaMap, build_map, raster_geometry
 from hoi4_arena.maps.presets import DESIGNS, PRESETS, Design
@@ -360,9 +361,9 @@ def _railway(
 def generate(preset: str, seed: int = 0) -> ArenaMap:
     """The arena map of `preset` drawn with `seed`: a pure function of the two.
 
-    Drawing one takes about half a second, and a run asks for the same few maps again and again (each
-    game, each check of --arena), so the last `CACHED_MAPS` drawn are kept; every caller gets its own
-    copy, free to change."""
+    Drawing one takes about 0.7 s, and a run asks for the same few maps again and again (each game, each
+    check of --arena, each new process), so the last `CACHED_MAPS` are kept in the process and every
+    map drawn is kept on disk (`maps/cache.py`); every caller gets its own copy, free to change."""
     if preset not in DESIGNS:
         raise UserError(f"unknown arena preset {preset!r}; choose one of {', '.join(PRESETS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -376,7 +377,18 @@ CACHED_MAPS = 16
 
 @functools.lru_cache(maxsize=CACHED_MAPS)
 def _drawn(preset: str, seed: int) -> ArenaMap:
-    """`generate`'s work; its results are shared, so only `generate`'s copies leave this module."""
+    """`generate`'s maps, kept on disk too (`maps/cache.py`); they are shared, so only `generate`'s
+    copies leave this module."""
+    arena = map_cache.load(preset, seed)
+    if arena is None:
+        arena = draw(preset, seed)
+        map_cache.store(arena)
+    return arena
+
+
+def draw(preset: str, seed: int) -> ArenaMap:
+    """The drawing itself, with no cache: what `generate` returns the first time (preset and seed as
+    `generate` checks them)."""
     design = DESIGNS[preset]
     rng = np.random.default_rng([PRESETS.index(preset), seed])
     raster = _sound_raster(design, rng)

@@ -17,7 +17,7 @@ version, and one whose payload does not match its sha256 or length; only a paylo
 is unpickled, and then only with the classes of this package, numpy and a few builtins.
 
 What is not in a save: the map when it is a preset (named by its spec and checked against its
-fingerprint on load: the same preset at the same seed is generated again), the renderer (its caches
+digest on load: the same preset at the same seed is generated again, or read from the map cache), the renderer (its caches
 only; a new one draws the same frames), the log file and the user folder (the restored game writes a
 new game.log holding the lines so far). The sim worker adds its own input state (queued timed events,
 held keys and buttons, the guard's mode) under `worker`.
@@ -42,6 +42,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import GameLogWriter
@@ -94,9 +96,30 @@ def _arena_ref(game: SimGame) -> str | None:
 
 
 def _fingerprint(arena: Any) -> str:
-    """The map's own fields (not its lazily computed ones, which a new map may not have yet)."""
+    """The map's contents, canonical: its `map.json` fields (keys sorted) and its raster. The same map
+    gives the same digest however it was built (drawn, read from the map cache, loaded from a folder)."""
+    raster = np.ascontiguousarray(arena.raster)
+    digest = hashlib.sha256(json.dumps(arena.to_json(), sort_keys=True).encode())
+    digest.update(f"{raster.dtype.str}{raster.shape}".encode())
+    digest.update(raster.tobytes())
+    return digest.hexdigest()
+
+
+def _pickled_fingerprint(arena: Any) -> str:
+    """What saves written before `_fingerprint` held (header field `arena_fingerprint`): the map's own
+    fields pickled. Those bytes depend on how the map object was built (dict orders, shared strings),
+    so it is checked against the map drawn afresh, as it was then."""
     parts = [getattr(arena, f.name) for f in dataclasses.fields(arena)]
     return hashlib.sha256(pickle.dumps(parts, protocol=5)).hexdigest()
+
+
+def _same_map(arena: Any, header: dict[str, Any]) -> bool:
+    """Whether `arena` is the map the save of `header` was made on."""
+    if "arena_digest" in header:
+        return _fingerprint(arena) == header["arena_digest"]
+    from hoi4_arena.maps.generate import draw
+
+    return _pickled_fingerprint(draw(arena.preset, arena.seed)) == header.get("arena_fingerprint")
 
 
 class _Pickler(pickle.Pickler):
@@ -159,7 +182,7 @@ def game_payload(game: SimGame, extra: dict[str, Any] | None = None) -> tuple[by
     world = game.world
     info = {
         "arena": spec,
-        "arena_fingerprint": _fingerprint(game.arena) if spec is not None else None,
+        "arena_digest": _fingerprint(game.arena) if spec is not None else None,
         "preset": game.arena.preset,
         "map_seed": game.arena.seed,
         "seed": game.seed,
@@ -247,7 +270,7 @@ def load_state(
     outside: dict[tuple, Any] = {}
     if spec is not None:
         arena = arena_of(spec)
-        if _fingerprint(arena) != header.get("arena_fingerprint"):
+        if not _same_map(arena, header):
             raise UserError(
                 f"{path}: map {spec} generated now differs from the one the save was made on "
                 "(another map generator version); the save cannot be restored"
