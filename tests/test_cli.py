@@ -2,7 +2,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from hoi4_arena import __version__
@@ -97,3 +99,39 @@ def test_a_bare_ray_means_auto() -> None:
     )
     assert out.returncode == 2 and "requires an argument" not in out.stderr
     assert "--games must be" in out.stderr and "Traceback" not in out.stderr
+
+
+# A missing input is refused before the command imports torch (about 3 s of CPU before the message).
+_NO_TORCH = """
+import sys
+from hoi4_arena import cli
+sys.argv = ["hoi4-arena", *sys.argv[1:]]
+try:
+    cli.main()
+except SystemExit as end:
+    print(end.code, "torch" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train-bc", "{tmp}/none", "{tmp}/o"], "no such data folder"),
+        (["train-state-value", "{tmp}/none", "{tmp}/o"], "no such data folder"),
+        (["train-critic", "{tmp}/none", "{tmp}/o"], "no such data folder"),
+        (["cache-features", "{tmp}", "{tmp}/none.pt", "{tmp}/o"], "checkpoint {tmp}/none.pt does not exist"),
+        (["cache-features", "{tmp}/none", "cnn", "{tmp}/o"], "no such data folder"),
+        (["train-memory", "{tmp}/none", "{tmp}/o"], "holds no features cache"),
+        (["label", "{tmp}/none.pt", "{tmp}"], "IDM checkpoint {tmp}/none.pt does not exist"),
+        (["heatmap", "{tmp}/none.pt", "{tmp}", "{tmp}/o"], "checkpoint {tmp}/none.pt does not exist"),
+    ],
+)
+def test_a_missing_input_is_refused_before_torch_is_imported(args, message, tmp_path: Path) -> None:
+    argv = [a.format(tmp=tmp_path) for a in args]
+    env = {**os.environ, "COLUMNS": "400"}
+    result = subprocess.run(
+        [sys.executable, "-c", _NO_TORCH, *argv], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.stdout.split() == ["2", "False"], result.stderr
+    assert message.format(tmp=tmp_path) in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o").exists()

@@ -64,6 +64,20 @@ def _root(
         raise UserError(str(error)) from None
 
 
+def _inputs_exist(data: str | None = None, **files: str | None) -> None:
+    """Refuse a missing data folder or input file before a command imports torch: importing it costs
+    about 3 s of CPU, which a typo's one-line message should not wait for. `files` maps what a file is
+    ("checkpoint") to its path, None for one not given."""
+    from hoi4_arena.errors import existing_file
+    from hoi4_arena.sessions.splits import find_session_folders
+
+    for what, path in files.items():
+        if path is not None:
+            existing_file(path, what.replace("_", " "))
+    if data is not None:
+        find_session_folders(data)
+
+
 # --- the main job -------------------------------------------------------------------------------
 
 
@@ -614,6 +628,8 @@ def train_bc_command(
     ] = False,
 ) -> None:
     """Behaviour cloning: train the policy on recorded sessions (checkpoints, TensorBoard, JSON summary)."""
+    if not resume:
+        _inputs_exist(config.data)
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.bc import train_bc
 
@@ -645,6 +661,7 @@ def heatmap_command(
     device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
 ) -> None:
     """Where the policy wants to point, drawn over a recording's frames, with how close it comes."""
+    _inputs_exist(checkpoint=str(checkpoint))
     from hoi4_arena.evaluation.heatmap import heatmap
     from hoi4_arena.terminal import print_json
 
@@ -667,6 +684,7 @@ _VALUE_OPTIONS = {
 @from_config(StateValueConfig, arguments=("data", "out"), options=_VALUE_OPTIONS)
 def train_state_value_command(config: StateValueConfig) -> None:
     """The winner from the ARENA state alone (seconds on a CPU): the baseline the pixel critic must beat."""
+    _inputs_exist(config.data)
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.state_value import train_state_value
 
@@ -681,6 +699,7 @@ def train_state_value_command(config: StateValueConfig) -> None:
 )
 def train_critic_command(config: CriticConfig) -> None:
     """A value model from pixels (the policy's encoder and memory, its value head) trained to predict the winner."""
+    _inputs_exist(config.data)
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.critic import train_critic
 
@@ -803,6 +822,8 @@ def train_idm_command(
     ] = False,
 ) -> None:
     """Train an inverse dynamics model: the 8 input tokens of each decision from the frames around it."""
+    if not resume:
+        _inputs_exist(config.data)
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.idm import train_idm
 
@@ -817,6 +838,7 @@ def train_idm_command(
 )
 def label_command(config: LabelConfig) -> None:
     """Label the inputs of every session without any (imported videos) with an IDM, beside its own files."""
+    _inputs_exist(IDM_checkpoint=config.checkpoint)
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.idm import label
 
@@ -844,6 +866,9 @@ from hoi4_arena.training.research_config import FeaturesConfig, MemoryStudyConfi
 def cache_features_command(config: FeaturesConfig) -> None:
     """Cache a policy checkpoint's (or an untrained encoder's) frozen perception of every decision in DATA
     (shards and layout.json in OUT); run it again to finish a stopped cache."""
+    from hoi4_arena.training.research_config import is_encoder_name
+
+    _inputs_exist(config.data, checkpoint=None if is_encoder_name(config.checkpoint) else config.checkpoint)
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.features import cache_features
 
@@ -866,6 +891,10 @@ def train_memory_command(
 ) -> None:
     """Train a memory cell (gru, gdn2, mamba3, none) and an action head on cached features; held-out
     loss, kind accuracy, pointer error and linear probes in OUT/report.json."""
+    if not resume:
+        from hoi4_arena.training.research_config import features_layout
+
+        features_layout(config.features)
     from hoi4_arena.terminal import print_json
     from hoi4_arena.training.memory_study import train_memory
 

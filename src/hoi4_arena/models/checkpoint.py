@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from hoi4_arena import __version__
-from hoi4_arena.errors import UserError
+from hoi4_arena.errors import UserError, existing_file
 from hoi4_arena.models.config import ActionSpace, PolicyConfig
 from hoi4_arena.models.policy import Policy
 
@@ -155,9 +155,7 @@ def load_checkpoint(
     `layout`, when given, is the layout name the caller runs (a worker's, a data set's): a checkpoint
     trained on another layout is refused. The policy comes back in eval mode on `device`.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"checkpoint {path} does not exist")
+    path = existing_file(path, "checkpoint")
     try:
         content = torch.load(path, map_location="cpu", weights_only=True)
     except (

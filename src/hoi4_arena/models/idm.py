@@ -44,7 +44,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hoi4_arena.errors import UserError
+from hoi4_arena.errors import UserError, existing_file
 from hoi4_arena.models.cells import CellMap
 from hoi4_arena.models.checkpoint import git_commit
 from hoi4_arena.models.config import ActionSpace, PointerGrid, PolicyConfig
@@ -334,9 +334,7 @@ def load_idm(
     path: str | Path, *, layout: str | None = None, device: str | torch.device = "cpu"
 ) -> IDMCheckpoint:
     """Load an IDM checkpoint, refusing another format, layout or action space (UserError)."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"IDM checkpoint {path} does not exist")
+    path = existing_file(path, "IDM checkpoint")
     try:
         content = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, OSError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as error:

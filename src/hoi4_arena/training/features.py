@@ -53,14 +53,13 @@ from hoi4_arena.models.policy import Observation, Policy
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.probes import FACTS, facts_for_session
-from hoi4_arena.training.research_config import FeaturesConfig, is_encoder_name
+from hoi4_arena.training.research_config import LAYOUT, FeaturesConfig, features_layout, is_encoder_name
 from hoi4_arena.training.run_control import device_of
 
 log = logging.getLogger(__name__)
 
 FORMAT = "hoi4-arena-features"
 FORMAT_VERSION = 1
-LAYOUT = "layout.json"
 SESSIONS = "sessions"
 DONE = "done.json"
 PERCEPTION_MODULES = ("encoder", "detail", "cell_map")
@@ -438,8 +437,7 @@ def open_cache(path: str | Path, checkpoint: str | Path | None = None, *, check:
     """Open a complete cache, its shards as read-only memmaps; UserError for an incomplete or damaged one,
     or (with `check`) one whose encoder is not `checkpoint`'s (see `check_encoder`)."""
     path = Path(path)
-    if not (path / LAYOUT).is_file():
-        raise UserError(f"{path} holds no features cache (no {LAYOUT}); make one with cache-features")
+    features_layout(path)
     layout = _read_layout(path)
     done = [s for s in layout["sessions"] if _session_done(path / SESSIONS / s["id"], s)]
     if not layout.get("complete") or len(done) != len(layout["sessions"]):

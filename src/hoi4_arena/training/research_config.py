@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
@@ -36,6 +37,18 @@ def _number(config: Any, name: str, low: float, high: float = math.inf, *, open_
         bound = f"> {low}" if open_low else f">= {low}"
         upper = f" and <= {high}" if high < math.inf else ""
         raise UserError(f"--{name.replace('_', '-')} must be a finite number {bound}{upper}, got {value!r}")
+
+
+LAYOUT = "layout.json"
+"""A features cache's description (training/features.py writes it last when the cache is complete)."""
+
+
+def features_layout(folder: str | Path) -> Path:
+    """The layout file of the features cache in `folder`; UserError when there is none."""
+    path = Path(folder) / LAYOUT
+    if not path.is_file():
+        raise UserError(f"{folder} holds no features cache (no {LAYOUT}); make one with cache-features")
+    return path
 
 
 def is_encoder_name(text: str) -> bool:
