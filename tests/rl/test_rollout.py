@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,10 +107,14 @@ def test_process_mode_gives_the_serial_numbers_and_survives_a_killed_worker(tiny
 
         # Kill the process of slots 0 and 2: their games are invalid, fresh games take their place.
         victim = engine.workers[0]
+        assert any(Path(victim.scratch).iterdir())  # its games' user folders live in its scratch folder
         os.kill(victim.pid, signal.SIGKILL)
         victim.process.join(timeout=30)
         after = engine.collect(tiny_policy, 4)
+        assert not Path(victim.scratch).exists()  # removed for it when it was replaced
+        scratches = [Path(w.scratch) for w in engine.workers]
     assert engine.replaced == 1
+    assert not any(s.exists() for s in scratches)
     dead = [g for g in after.finished if g["reason"] == "worker process died"]
     assert sorted(g["slot"] for g in dead) == [0, 2]
     assert not after.valid[0, [0, 2]].any() and after.valid[1:, [0, 2]].all() and after.valid[:, 1].all()

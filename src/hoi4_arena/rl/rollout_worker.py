@@ -25,7 +25,9 @@ Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py -k killed
 from __future__ import annotations
 
 import contextlib
+import shutil
 import signal
+import tempfile
 import traceback
 from typing import Any
 
@@ -39,8 +41,10 @@ class WorkerDied(RuntimeError):
     """A rollout process ended without answering."""
 
 
-def _serve(connection: Any, settings: RolloutSettings) -> None:
+def _serve(connection: Any, settings: RolloutSettings, scratch: str | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if scratch is not None:  # the games' temporary folders, inside one the learner removes
+        tempfile.tempdir = scratch
     games: dict[int, RolloutGame] = {}
     handler = _Handler(settings, games)
     try:
@@ -124,8 +128,11 @@ class WorkerProcess:
 
     def __init__(self, settings: RolloutSettings, context: str | None = None) -> None:
         ctx = worker_context(context)
+        # The process's temporary folders (each game's user folder) go inside this one, which `close`
+        # removes: a killed process cannot remove its own.
+        self.scratch = tempfile.mkdtemp(prefix="hoi4-arena-rollout-")
         self._connection, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(child, settings), daemon=True)
+        self.process = ctx.Process(target=_serve, args=(child, settings, self.scratch), daemon=True)
         self.process.start()
         child.close()
 
@@ -168,6 +175,7 @@ class WorkerProcess:
             self.process.kill()  # our own child, by its handle
             self.process.join(timeout=5)
         self._connection.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 __all__ = ["LocalWorker", "Step", "WorkerDied", "WorkerProcess"]
