@@ -232,3 +232,49 @@ def test_a_config_named_by_its_source_runs_as_the_class() -> None:
     result = runner.invoke(app, ["demo", "there", "--steps", "4", "--speeds", "3,5"])
     assert result.exit_code == 0, result.output
     assert seen == [Demo(out="there", steps=4, speeds=(3, 5))]
+
+
+def test_each_config_read_from_its_own_lines_is_the_class_its_module_parses_to(monkeypatch) -> None:
+    """The command line reads every config class from its own lines (not its whole module): the same
+    statement as parsing the module gives, for every class it reads."""
+    import ast
+    import importlib
+
+    from hoi4_arena import cli, cli_options
+
+    seen = []
+    real = cli_options._class_block
+
+    def spy(path: str, name: str):
+        node = real(path, name)
+        seen.append((path, name, node))
+        return node
+
+    monkeypatch.setattr(cli_options, "_class_block", spy)
+    cli_options.field_docs.cache_clear()
+    cli_options._source_fields.cache_clear()
+    importlib.reload(cli)
+    assert len({(path, name) for path, name, _ in seen}) >= 30
+    for path, name, node in seen:
+        full = next(
+            n for n in cli_options._module_tree(path).body if isinstance(n, ast.ClassDef) and n.name == name
+        )
+        assert node is not None, (path, name)
+        for part in ("bases", "keywords", "body"):  # its decorators stand above its first line
+            assert [ast.dump(n) for n in getattr(node, part)] == [ast.dump(n) for n in getattr(full, part)]
+
+
+def test_a_class_whose_lines_do_not_parse_alone_is_read_from_its_module(tmp_path) -> None:
+    """A string running back to the left margin ends the class's lines too early: that class is read
+    from the whole module, with its docstrings."""
+    from hoi4_arena.cli_options import _class_block, _docs_of, _node_in
+
+    source = tmp_path / "margin.py"
+    source.write_text(
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Margin:\n"
+        '    note: str = """two\nlines"""\n    """A note."""\n    size: int = 3\n    """How big."""\n\n\n'
+        "def after():\n    pass\n"
+    )
+    assert _class_block(str(source), "Margin") is None
+    assert _docs_of(_node_in(str(source), "Margin")) == {"note": "A note.", "size": "How big."}
+    assert _class_block(str(source), "Missing") is None

@@ -25,6 +25,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -53,7 +54,38 @@ def _class_node(klass: type) -> ast.ClassDef:
     return _node_in(path, klass.__qualname__)
 
 
+@functools.cache
+def _source_lines(path: str) -> tuple[str, ...]:
+    with open(path, encoding="utf-8") as source:
+        return tuple(source.readlines())
+
+
+def _class_block(path: str, name: str) -> ast.ClassDef | None:
+    """The top-level class `name` parsed from its own lines alone: from `class name` at the left margin
+    to the next statement there. None when those lines are not the one whole class (a string running
+    back to the margin cuts it short and does not parse): the caller parses the module then. Parsing
+    the whole of the 21 modules the command line reads its options from took 0.11 s of every command's
+    start."""
+    lines = _source_lines(path)
+    starts = [i for i, line in enumerate(lines) if re.match(rf"class {re.escape(name)}\b", line)]
+    if len(starts) != 1:
+        return None
+    end = starts[0] + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end][0] in " \t#"):
+        end += 1
+    try:
+        tree = ast.parse("".join(lines[starts[0] : end]), path)
+    except SyntaxError:
+        return None
+    node = tree.body[0] if len(tree.body) == 1 else None
+    return node if isinstance(node, ast.ClassDef) and node.name == name else None
+
+
 def _node_in(path: str, qualname: str) -> ast.ClassDef:
+    if "." not in qualname:
+        found = _class_block(path, qualname)
+        if found is not None:
+            return found
     body: list[ast.stmt] = _module_tree(path).body
     node: ast.stmt | None = None
     for name in qualname.split("."):
