@@ -117,6 +117,7 @@ except SystemExit as end:
     ("args", "message"),
     [
         (["train-bc", "{tmp}/none", "{tmp}/o"], "no such data folder"),
+        (["train-idm", "{tmp}/none", "{tmp}/o"], "no such data folder"),
         (["train-state-value", "{tmp}/none", "{tmp}/o"], "no such data folder"),
         (["train-critic", "{tmp}/none", "{tmp}/o"], "no such data folder"),
         (["cache-features", "{tmp}", "{tmp}/none.pt", "{tmp}/o"], "checkpoint {tmp}/none.pt does not exist"),

@@ -122,7 +122,7 @@ class TrainIDMConfig:
     def idm_config(self) -> Any:
         """The IDMConfig this run trains (UserError when the combination is refused)."""
         from hoi4_arena.models.config import PolicyConfig
-        from hoi4_arena.models.idm import IDMConfig
+        from hoi4_arena.models.idm_config import IDMConfig
 
         try:
             policy = PolicyConfig(
