@@ -28,7 +28,7 @@ from hoi4_arena.cli_options import (
     low_high,
     value_list,
 )
-from hoi4_arena.errors import UserError
+from hoi4_arena.errors import UserError, existing_file
 
 app = typer.Typer(
     name="hoi4-arena",
@@ -68,7 +68,6 @@ def _inputs_exist(data: str | None = None, **files: str | None) -> None:
     """Refuse a missing data folder or input file before a command imports torch: importing it costs
     about 3 s of CPU, which a typo's one-line message should not wait for. `files` maps what a file is
     ("checkpoint") to its path, None for one not given."""
-    from hoi4_arena.errors import existing_file
     from hoi4_arena.sessions.splits import find_session_folders
 
     for what, path in files.items():

@@ -41,10 +41,9 @@ class WorkerDied(RuntimeError):
     """A rollout process ended without answering."""
 
 
-def _serve(connection: Any, settings: RolloutSettings, scratch: str | None = None) -> None:
+def _serve(connection: Any, settings: RolloutSettings, scratch: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if scratch is not None:  # the games' temporary folders, inside one the learner removes
-        tempfile.tempdir = scratch
+    tempfile.tempdir = scratch  # the games' temporary folders, inside one the learner removes
     games: dict[int, RolloutGame] = {}
     handler = _Handler(settings, games)
     try:

@@ -17,10 +17,10 @@ version, and one whose payload does not match its sha256 or length; only a paylo
 is unpickled, and then only with the classes of this package, numpy and a few builtins.
 
 What is not in a save: the map when it is a preset (named by its spec and checked against its
-digest on load: the same preset at the same seed is generated again, or read from the map cache), the renderer (its caches
-only; a new one draws the same frames), the log file and the user folder (the restored game writes a
-new game.log holding the lines so far). The sim worker adds its own input state (queued timed events,
-held keys and buttons, the guard's mode) under `worker`.
+digest on load: the same preset at the same seed is generated again, or read from the map cache),
+the renderer (its caches only; a new one draws the same frames), the log file and the user folder (the
+restored game writes a new game.log holding the lines so far). The sim worker adds its own input state
+(queued timed events, held keys and buttons, the guard's mode) under `worker`.
 
     game = SimGame("river:3", seed=3, size=(360, 640))
     game.advance(1000)

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from hoi4_arena import __version__
-from hoi4_arena.errors import UserError
+from hoi4_arena.errors import UserError, existing_file
 from hoi4_arena.training.value_config import StateValueConfig
 from hoi4_arena.training.value_data import FEATURES, Game, value_games
 from hoi4_arena.training.value_report import by_day_table, report
@@ -90,9 +90,7 @@ def _weights_sha256(net: nn.Module) -> str:
 
 def load_state_value(path: str | Path) -> StateValueModel:
     """Load `path`, refusing a file of another format or feature list (UserError saying what differs)."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"state-value checkpoint {path} does not exist")
+    path = existing_file(path, "state-value checkpoint")
     try:
         content = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # noqa: BLE001 -- any unreadable file is the user's to replace
