@@ -50,10 +50,10 @@ def _config(out: Path, tiny: dict, **changes) -> PPOConfig:
         updates=2,
         games=2,
         workers=0,
-        steps=16,
-        window=8,
+        steps=8,
+        window=4,
         batch=4,
-        max_days=4,
+        max_days=2,  # about 9 decisions a game: each slot's first ends in update 2, its second begins
         policy=tiny,
         reward={"provinces": 1.0},
         progress=False,
@@ -77,10 +77,10 @@ def test_a_tiny_run_raises_a_shaped_return(tmp_path: Path, tiny: dict, monkeypat
         return answer
 
     monkeypatch.setattr(rollout_game.RolloutGame, "step", shaped)
-    config = _config(tmp_path / "run", tiny, updates=6, reward={"setup": 1.0}, gamma=0.0, lr=1e-2, epochs=3)
-    summary = train_ppo(config)
-    per_update = np.array(earned).reshape(6, -1).mean(axis=1)  # 2 games x 16 decisions an update
-    assert summary["updates"] == 6
+    settings = dict(steps=16, window=8, max_days=4, reward={"setup": 1.0}, gamma=0.0, lr=5e-2, epochs=3)
+    summary = train_ppo(_config(tmp_path / "run", tiny, updates=3, **settings))
+    per_update = np.array(earned).reshape(3, -1).mean(axis=1)  # 2 games x 16 decisions an update
+    assert summary["updates"] == 3
     assert per_update[-1] > 3 * per_update[0] + 0.05, per_update
 
 

@@ -5,9 +5,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from session_files import frame_times, write_session
 from typer.testing import CliRunner
 
-from conftest import frame_times, write_session
 from hoi4_arena.cli import app
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.sessions import reader as reader_module

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from killable_recorder import pattern
+from session_files import folder_digest
 
-from conftest import folder_digest
 from hoi4_arena.errors import UserError
 from hoi4_arena.sessions import salvage as salvage_module
 from hoi4_arena.sessions.check import check_session

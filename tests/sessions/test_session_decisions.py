@@ -3,8 +3,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from killable_recorder import pattern
+from session_files import T0, frame_times, write_session
 
-from conftest import T0, frame_times, write_session
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import format_line
 from hoi4_arena.screen.events import MATCH_KEYS, VK_SPACE, InputEvent

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from killable_recorder import pattern, pointer_at
+from session_files import frame_times, write_session
 
-from conftest import frame_times, write_session
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.lattice import to_lattice

@@ -3,8 +3,8 @@ import logging
 from pathlib import Path
 
 import pytest
+from session_files import frame_times, write_session
 
-from conftest import frame_times, write_session
 from hoi4_arena.errors import UserError
 from hoi4_arena.sessions.splits import iter_sessions
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from killable_recorder import pattern, pointer_at
+from session_files import folder_digest, frame_times, write_session
 from test_recorder_logic import SIZE, ScriptedGame, record
 
-from conftest import folder_digest, frame_times, write_session
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.views import compute_views
