@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.x11, pytest.mark.slow]
 def test_the_scripted_player_sets_up_and_runs_its_plan_in_the_window(tmp_path: Path) -> None:
     out = tmp_path / "x11"
     config = RecordAIConfig(
-        out=out, game="x11", games=1, arena="plains:2", seed=2, max_days=13, progress=False
+        out=out, game="x11", games=1, arena="plains:2", seed=5, max_days=13, progress=False
     )
     summary = run_record_ai(config)
     assert summary["games"] == 1 and summary["invalid"] == 0
