@@ -278,7 +278,7 @@ def test_recording_does_not_change_the_game(tmp_path: Path) -> None:
 
 def test_ten_frames_a_second_and_speeds_in_turn(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    run_record_ai(config(out, games=4, hz=10, speeds=(3, 5), max_days=4))
+    run_record_ai(config(out, games=4, hz=10, speeds=(3, 5), max_days=2))
     rows = rows_of(out)
     assert [r["speed"] for r in rows] == [3, 3, 5, 5]  # speeds in turn, pair by pair
     for row in rows:
