@@ -141,8 +141,13 @@ def test_the_world_log_round_trips_and_folds_to_the_world(tmp_path) -> None:
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_ai_versus_ai_finishes_with_a_winner(preset: str) -> None:
-    winners = [run_game(GameConfig(arena=f"{preset}:{s}", seed=s, days=365))["winner"] for s in (1, 2, 3)]
-    assert any(w is not None for w in winners), winners
+    # Seeds 1, 2, 3 in turn until one ends with a winner (a draw is possible on any one of them).
+    winners = []
+    for s in (1, 2, 3):
+        winners.append(run_game(GameConfig(arena=f"{preset}:{s}", seed=s, days=365))["winner"])
+        if winners[-1] is not None:
+            break
+    assert winners[-1] is not None, winners
 
 
 def test_the_rush_plan_beats_an_idle_side_and_the_declarer_does_not_matter() -> None:
