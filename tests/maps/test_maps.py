@@ -5,7 +5,8 @@ import pytest
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps import PRESETS, ArenaMap, generate, load_arena, load_map
-from hoi4_arena.maps.invariants import check_invariants, count_pieces, four_way_corners
+from hoi4_arena.maps.invariants import check_invariants, four_way_corners
+from hoi4_arena.maps.pieces import count_pieces
 
 
 @pytest.fixture(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hoi4_arena.maps.model import ArenaMap
+from hoi4_arena.maps.pieces import label_pieces
 
 TILE_W, TILE_H = 128, 64
 MIN_WATER = 64  # a water bit this small or smaller joins a neighbour (HOI4 warns at 8 or fewer)
@@ -46,33 +47,6 @@ class ProvinceMap:
     def rgb(self) -> np.ndarray:
         """(H, W, 3) uint8: the picture `provinces.bmp` holds."""
         return self.colours[self.ids]
-
-
-def label_pieces(raster: np.ndarray) -> np.ndarray:
-    """(H, W) int64 labels 0.. of the 4-connected pieces of equal values (same run method as count_pieces)."""
-    r = raster.astype(np.int64)
-    h, w = r.shape
-    starts = np.ones((h, w), dtype=bool)
-    starts[:, 1:] = r[:, 1:] != r[:, :-1]
-    run_id = starts.ravel().astype(np.int64).cumsum().reshape(h, w) - 1  # (a bool cumsum is ~6x slower)
-    n_runs = int(run_id[-1, -1]) + 1
-    same = (r[:-1, :] == r[1:, :]) & (starts[:-1, :] | starts[1:, :])
-    links = np.unique(run_id[:-1, :][same] * n_runs + run_id[1:, :][same])
-    parent = list(range(n_runs))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for link in links.tolist():
-        x, y = find(link // n_runs), find(link % n_runs)
-        if x != y:
-            parent[max(x, y)] = min(x, y)
-    roots = np.fromiter((find(i) for i in range(n_runs)), dtype=np.int64, count=n_runs)
-    _, compact = np.unique(roots, return_inverse=True)
-    return compact[run_id]
 
 
 def ids_of_colours(

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from hoi4_arena.hoi4.provinces import label_pieces
+from hoi4_arena.maps.pieces import label_pieces
 
 SOURCE, FLOW_IN, LAND, WATER = 0, 1, 255, 254
 WIDTH_INDEX = {1: 4, 2: 9}

@@ -26,8 +26,9 @@ import numpy as np
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps import cache as map_cache
-from hoi4_arena.maps.invariants import count_pieces, four_way_corners
+from hoi4_arena.maps.invariants import four_way_corners
 from hoi4_arena.maps.model import ArenaMap, build_map, raster_geometry
+from hoi4_arena.maps.pieces import count_pieces
 from hoi4_arena.maps.presets import DESIGNS, PRESETS, Design
 
 WIDTH, HEIGHT = 2048, 1024

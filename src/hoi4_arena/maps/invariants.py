@@ -1,8 +1,9 @@
 """The invariants every arena map keeps, checked on generation (tests) and on every load.
 
 `check_invariants(arena)` returns a list of plain-language problems (empty when the map is sound);
-`maps.folder.load_map` refuses a folder with the first one. The pixel-level checks (`count_pieces`,
-`four_way_corners`) work on any id raster and are what HOI4's own map validator would complain about.
+`maps.folder.load_map` refuses a folder with the first one. The pixel-level checks (`four_way_corners`,
+`maps.pieces.count_pieces`) work on any id raster and are what HOI4's own map validator would complain
+about.
 
 Try: python -c "from hoi4_arena.maps import generate; from hoi4_arena.maps.invariants import check_invariants; print(check_invariants(generate('bay', 1)))"
 """
@@ -14,6 +15,7 @@ from collections import deque
 import numpy as np
 
 from hoi4_arena.maps.model import TAGS, TERRAINS, ArenaMap
+from hoi4_arena.maps.pieces import count_pieces
 
 PROVINCES_PER_SIDE = 96
 STATES_PER_SIDE = 8
@@ -30,44 +32,6 @@ def four_way_corners(raster: np.ndarray) -> np.ndarray:
     diagonal = (a == d) & (b == c) & (a != b)
     ys, xs = np.nonzero(four | diagonal)
     return np.stack([xs, ys], axis=1)
-
-
-def count_pieces(raster: np.ndarray) -> np.ndarray:
-    """Number of 4-connected pieces of each id (index = id); 0 for ids absent from the raster.
-
-    Works on runs rather than pixels: each row is cut into runs of one id, runs of the same id that
-    overlap in consecutive rows are joined with a union-find. That keeps the Python loop to the number
-    of distinct run contacts (tens of thousands) instead of millions of pixels.
-    """
-    r = raster.astype(np.int64)
-    h, w = r.shape
-    starts = np.ones((h, w), dtype=bool)
-    starts[:, 1:] = r[:, 1:] != r[:, :-1]
-    run_id = np.cumsum(starts.ravel()).reshape(h, w) - 1
-    n_runs = int(run_id[-1, -1]) + 1
-    run_label = r.ravel()[starts.ravel()]
-    # Two overlapping runs in consecutive rows overlap at a column where one of them starts, so only
-    # those columns need linking.
-    same = (r[:-1, :] == r[1:, :]) & (starts[:-1, :] | starts[1:, :])
-    a = run_id[:-1, :][same]
-    b = run_id[1:, :][same]
-    links = np.unique(a * n_runs + b)
-    parent = list(range(n_runs))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for link in links.tolist():
-        x, y = find(link // n_runs), find(link % n_runs)
-        if x != y:
-            parent[max(x, y)] = min(x, y)
-    roots = np.fromiter((find(i) for i in range(n_runs)), dtype=np.int64, count=n_runs)
-    unique_roots = np.unique(roots)
-    labels_of_roots = run_label[unique_roots]
-    return np.bincount(labels_of_roots, minlength=int(r.max()) + 1)
 
 
 def _connected(nodes: set[int], adjacency: dict[int, frozenset[int]]) -> bool:
