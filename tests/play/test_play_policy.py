@@ -6,9 +6,7 @@ Every game is short (640x360, a 5-day time limit at speed 5: about 25 decisions)
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -234,27 +232,6 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
             config("random", tmp_path / "x", **bad)
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "400"}  # rich wraps messages at the terminal's width
-    return subprocess.run(
-        [sys.executable, "-m", "hoi4_arena.cli", "play-policy", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-
-
-def test_the_command_plays_a_game_and_prints_its_summary(tiny_checkpoint: Path, tmp_path: Path) -> None:
-    done = cli(
-        str(tiny_checkpoint), str(tmp_path / "run"), "--games", "1", "--size", "640x360", "--max-days", "3"
-    )
-    assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
-    assert summary["games"] == 1 and summary["player"] == "ckpt/tiny" and summary["setup"]["complete"] == 0
-    assert summary["settings"]["size"] == [640, 360] and rows_of(tmp_path / "run")[0]["days"] == 3
-
-
 def run_main(
     args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> tuple[int, str]:
@@ -266,6 +243,31 @@ def run_main(
     with pytest.raises(SystemExit) as exited:
         command_line.main()
     return exited.value.code, " ".join(capsys.readouterr().err.split())
+
+
+def test_the_command_plays_a_game_and_prints_its_summary(
+    tiny_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from hoi4_arena import cli as command_line
+
+    args = [
+        str(tiny_checkpoint),
+        str(tmp_path / "run"),
+        "--games",
+        "1",
+        "--size",
+        "640x360",
+        "--max-days",
+        "3",
+    ]
+    monkeypatch.setattr(sys, "argv", ["hoi4-arena", "play-policy", *args])  # as the entry point runs it
+    with pytest.raises(SystemExit) as exited:
+        command_line.main()
+    printed = capsys.readouterr()
+    assert exited.value.code in (0, None), printed.err
+    summary = json.loads(printed.out)
+    assert summary["games"] == 1 and summary["player"] == "ckpt/tiny" and summary["setup"]["complete"] == 0
+    assert summary["settings"]["size"] == [640, 360] and rows_of(tmp_path / "run")[0]["days"] == 3
 
 
 def test_a_bad_checkpoint_is_a_message_and_exit_2(
