@@ -24,7 +24,7 @@ def checkpoint(path: Path, intents: int) -> Path:
 
 
 def config(out: Path, ckpt: Path, **changes) -> RecordAIConfig:
-    settings = dict(out=out, games=1, seed=7, max_days=30, after_end_s=0.0, progress=False)
+    settings = dict(out=out, games=1, seed=7, max_days=20, after_end_s=0.0, progress=False)
     return RecordAIConfig(**{**settings, "intent_policy": str(ckpt), **changes})
 
 
