@@ -112,7 +112,11 @@ def test_drain_lets_the_running_game_finish_and_places_no_new_one(
     assert [r["game"] for r in rows_of(out)] == [0, 1] and rows_of(out)[1]["valid"]
 
 
-def test_status_names_the_nodes_and_an_unknown_name_is_one_line(cluster: dict[str, str]) -> None:
+def test_status_names_the_nodes_and_an_unknown_name_is_one_line(
+    cluster: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from hoi4_arena import cli
+
     address = cluster["address"]
     status = cluster_status(address)
     nodes = {n["node"]: n for n in status["nodes"]}
@@ -120,12 +124,14 @@ def test_status_names_the_nodes_and_an_unknown_name_is_one_line(cluster: dict[st
     assert status["stations"] == status["stations_open"] == 1
     by_id = drain_station(address, cluster["station"][:8], undo=True)  # the start of a node id names it too
     assert by_id["name"] == "pc1" and not by_id["changed"]
-    command = [sys.executable, "-m", "hoi4_arena.cli", "cluster", "drain", "nope", "--ray", address]
-    env = {**os.environ, "COLUMNS": "400"}  # the message on one line, as a wide terminal shows it
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "cluster drain nope: no alive node of the cluster has that name or node id" in result.stderr
-    assert "pc1" in result.stderr
+    # The command line in this process (as the entry point runs it), whose driver is already connected.
+    monkeypatch.setattr(sys, "argv", ["hoi4-arena", "cluster", "drain", "nope", "--ray", address])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "cluster drain nope: no alive node of the cluster has that name or node id" in err
+    assert "pc1" in err
 
 
 def test_drain_needs_a_name_and_status_takes_none_and_help_explains_it() -> None:
