@@ -97,7 +97,7 @@ def test_a_killed_run_resumes_from_its_last_save(marker_data: Path, tmp_path: Pa
     args = [*FAST, *TINY_ARGS, "--lr", "1e-2", "--workers", "0", "--epochs", "5", "--save-every", "0"]
     command = [sys.executable, "-m", "hoi4_arena.cli", "train-bc", str(marker_data), str(out), *args]
     process = subprocess.Popen(
-        [*command, "--max-steps", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*command, "--max-steps", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
         deadline = time.monotonic() + 120
@@ -111,9 +111,9 @@ def test_a_killed_run_resumes_from_its_last_save(marker_data: Path, tmp_path: Pa
         process.send_signal(signal.SIGKILL)
     finally:
         process.wait()
-    straight = train_bc(config(marker_data, tmp_path / "straight", max_steps=10, epochs=5, save_every=0.0))
-    resumed = train_bc(config(marker_data, out), resume=True, changes={"max_steps": 10})
-    assert resumed["steps"] == straight["steps"] == 10
+    straight = train_bc(config(marker_data, tmp_path / "straight", max_steps=6, epochs=5, save_every=0.0))
+    resumed = train_bc(config(marker_data, out), resume=True, changes={"max_steps": 6})
+    assert resumed["steps"] == straight["steps"] == 6
     a, b = weights(tmp_path / "straight" / "last.pt"), weights(out / "last.pt")
     assert all(torch.equal(a[k], b[k]) for k in a)
 
