@@ -96,9 +96,7 @@ def test_a_killed_run_resumes_from_its_last_save(marker_data: Path, tmp_path: Pa
     out = tmp_path / "killed"
     args = [*FAST, *TINY_ARGS, "--lr", "1e-2", "--workers", "0", "--epochs", "5", "--save-every", "0"]
     command = [sys.executable, "-m", "hoi4_arena.cli", "train-bc", str(marker_data), str(out), *args]
-    process = subprocess.Popen(
-        [*command, "--max-steps", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    process = subprocess.Popen([*command, "--max-steps", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and process.poll() is None:
