@@ -285,13 +285,14 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
 def test_each_broken_thing_is_found_alone(name: str, mod_copy: Path) -> None:
     mutate, code = MUTATIONS[name]
     mutate(mod_copy)
-    findings = [f for f in audit_mod(mod_copy) if f.severity == "error"]
-    assert {f.code for f in findings} == {code}, [f.text() for f in findings]
-    assert all(f.file and f.fix for f in findings)
+    result = audit_map(AuditMapConfig(mod=mod_copy))  # the command's result: one audit of the mod
+    findings = [f for f in result["findings"] if f["severity"] == "error"]
+    assert {f["code"] for f in findings} == {code}, findings
+    assert all(f["file"] and f["fix"] for f in findings)
     if name == "X crossing across the wrap":
         width = Image.open(mod_copy / "map" / "provinces.bmp").width
-        assert any(f.where.startswith(f"pixel {width - 1},") and "wrap" in f.message for f in findings)
-    assert not audit_map(AuditMapConfig(mod=mod_copy))["passed"]
+        assert any(f["where"].startswith(f"pixel {width - 1},") and "wrap" in f["message"] for f in findings)
+    assert not result["passed"] and result["errors"] == len(findings)
 
 
 def test_audit_cli_exits_1_on_an_error(mod_copy: Path) -> None:
