@@ -234,38 +234,26 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
 
 def run_main(
     args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> tuple[int, str]:
-    """The command line in this process (`cli.main`, as the entry point runs it): exit status, stderr."""
+) -> tuple[int, str, str]:
+    """The command line in this process (`cli.main`, as the entry point runs it): exit status (0 for
+    success), stderr on one line, stdout."""
     from hoi4_arena import cli as command_line
 
     monkeypatch.setattr(sys, "argv", ["hoi4-arena", "play-policy", *args])
     monkeypatch.setenv("COLUMNS", "400")
     with pytest.raises(SystemExit) as exited:
         command_line.main()
-    return exited.value.code, " ".join(capsys.readouterr().err.split())
+    printed = capsys.readouterr()
+    return exited.value.code or 0, " ".join(printed.err.split()), printed.out
 
 
 def test_the_command_plays_a_game_and_prints_its_summary(
     tiny_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from hoi4_arena import cli as command_line
-
-    args = [
-        str(tiny_checkpoint),
-        str(tmp_path / "run"),
-        "--games",
-        "1",
-        "--size",
-        "640x360",
-        "--max-days",
-        "3",
-    ]
-    monkeypatch.setattr(sys, "argv", ["hoi4-arena", "play-policy", *args])  # as the entry point runs it
-    with pytest.raises(SystemExit) as exited:
-        command_line.main()
-    printed = capsys.readouterr()
-    assert exited.value.code in (0, None), printed.err
-    summary = json.loads(printed.out)
+    args = [str(tiny_checkpoint), str(tmp_path / "run"), "--games", "1", "--size", "640x360"]
+    code, err, out = run_main([*args, "--max-days", "3"], monkeypatch, capsys)
+    assert code == 0, err
+    summary = json.loads(out)
     assert summary["games"] == 1 and summary["player"] == "ckpt/tiny" and summary["setup"]["complete"] == 0
     assert summary["settings"]["size"] == [640, 360] and rows_of(tmp_path / "run")[0]["days"] == 3
 
@@ -273,15 +261,15 @@ def test_the_command_plays_a_game_and_prints_its_summary(
 def test_a_bad_checkpoint_is_a_message_and_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    code, err = run_main(
+    code, err, _ = run_main(
         [str(tmp_path / "nope.pt"), str(tmp_path / "a"), "--games", "1"], monkeypatch, capsys
     )
     assert code == 2 and "nope.pt does not exist" in err and "Traceback" not in err
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"not a checkpoint at all")
-    code, err = run_main([str(junk), str(tmp_path / "b"), "--games", "1"], monkeypatch, capsys)
+    code, err, _ = run_main([str(junk), str(tmp_path / "b"), "--games", "1"], monkeypatch, capsys)
     assert code == 2 and "cannot read checkpoint" in err and "junk.pt" in err
-    code, err = run_main(
+    code, err, _ = run_main(
         ["random", str(tmp_path / "c"), "--games", "1", "--size", "big"], monkeypatch, capsys
     )
     assert code == 2 and "--size" in err
