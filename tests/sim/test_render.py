@@ -60,6 +60,26 @@ def test_cached_layers_draw_exactly_what_the_naive_redraw_draws(plains) -> None:
         assert naive.renderer.stats["static"] == compared
 
 
+def test_a_second_game_on_the_map_starts_from_the_first_games_view_without_drawing_it(plains) -> None:
+    with SimGame(plains, 1, ai={}, news=False) as first:
+        first.frame()
+        drawn = first.renderer.stats["static"]
+    with (
+        SimGame(plains, 1, ai={}, news=False) as second,
+        SimGame(plains, 1, ai={}, news=False, cache=False) as naive,
+    ):
+        frame = second.frame()
+        assert np.array_equal(frame, naive.frame())
+        layers, kept = second.renderer._layers, first.renderer._layers
+        assert layers.index is kept.index and not layers.index.flags.writeable  # shared, not drawn again
+        assert layers.overlay is not kept.overlay  # each game blits from a surface of its own
+        assert naive.renderer._layers.index is not kept.index  # the naive mode draws every view itself
+        second.feed([SimEvent("wheel", delta=2)])  # a new view is drawn, and equals the naive drawing
+        naive.feed([SimEvent("wheel", delta=2)])
+        assert np.array_equal(second.frame(), naive.frame())
+        assert second.renderer._layers.index is not kept.index and drawn == 1
+
+
 def test_only_what_changed_is_redrawn(plains) -> None:
     with SimGame(plains, 0, ai={}, news=False, events=False, speed=1) as game:
         stats = game.renderer.stats

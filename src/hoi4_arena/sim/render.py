@@ -271,7 +271,7 @@ class Renderer:
     def _coloured_map(self, ui: Interface) -> pygame.Surface:
         camera = ui.camera
         if self._layers is None or self._layers.key != camera.key:
-            self._layers = MapLayers(self.geo, camera, self.layout.px)
+            self._layers = MapLayers(self.geo, camera, self.layout.px, keep=self.cache)
             self.stats["static"] += 1
         key = (camera.key, tuple(ui.world.control))
         if self._coloured is None or self._coloured[0] != key:

@@ -7,7 +7,8 @@ Three levels, each cached by what it depends on:
   the railway, cities, and border chains between neighbours (front lines), computed on first use.
 - `MapLayers` (per camera): the raster sampled at every screen pixel, each pixel's border class
   (province, state, country or coast) and stripe bit, folded into one palette index; plus an overlay
-  surface with rivers, the railway and cities. Built when the camera moves.
+  surface with rivers, the railway and cities. Built when the camera moves; the map keeps the last
+  views' layers (`KEPT_VIEW_BYTES`), so every game on a map starts from its first view without drawing it.
 - `base_surface` (per camera and control): one palette lookup gives country colours by controller
   (occupied land striped in the owner's colour, as in HOI4), then the overlay is blitted on top.
 
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import weakref
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +42,9 @@ EDGE_FACTORS = (1.0, 0.8, 0.55, 0.22)  # interior, province, state, country bord
 RIVER = (66, 130, 226)
 RAIL_DARK, RAIL_LIGHT = (44, 38, 34), (226, 218, 200)
 STRIPE_REF = 7  # width of the occupation stripes at 1080p
+KEPT_VIEW_BYTES = 64 << 20
+"""Memory each map keeps for the static layers of its last camera views (about 8 MB a view at 540x960,
+32 MB at 1080p; the latest view is always kept)."""
 
 
 FONT_FILE = Path(pygame.__file__).with_name("freesansbold.ttf")  # ships with pygame: same on every machine
@@ -79,6 +85,9 @@ class MapGeometry:
             for p in arena.provinces
             if p.victory_points
         ]
+        # `MapLayers`' drawn views by camera view, oldest first; games on this map may run in threads.
+        self.views: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, bytes]] = OrderedDict()
+        self.views_lock = threading.Lock()
 
     @staticmethod
     def _anchors(raster: np.ndarray, n: int) -> np.ndarray:
@@ -134,16 +143,40 @@ def geometry(arena: ArenaMap) -> MapGeometry:
 
 
 class MapLayers:
-    """The static map as seen through one camera: per-pixel palette indices and an overlay surface."""
+    """The static map as seen through one camera: per-pixel palette indices and an overlay surface.
 
-    def __init__(self, geo: MapGeometry, camera: Camera, px) -> None:
+    A view the map has drawn before is not drawn again (`MapGeometry.views`): its arrays are shared
+    (read-only) and the overlay's pixels are copied into a surface of this object's own, since pygame
+    surfaces are not shared between games, which may run in threads. `keep=False` draws the view and
+    leaves the map's views alone (the renderer's naive mode)."""
+
+    def __init__(self, geo: MapGeometry, camera: Camera, px, keep: bool = True) -> None:
         self.key = camera.key
+        view = (camera.key, camera.screen_h, camera.screen_w, camera.fit_scale, camera.anchor, px(1000))
+        with geo.views_lock:
+            kept = geo.views.get(view) if keep else None
+            if kept is not None:
+                geo.views.move_to_end(view)
+        if kept is None:
+            kept = self._draw(geo, camera, px)
+            if keep:
+                size = kept[0].nbytes + kept[1].nbytes + len(kept[2])
+                with geo.views_lock:
+                    geo.views[view] = kept
+                    while len(geo.views) > 1 and size * len(geo.views) > KEPT_VIEW_BYTES:
+                        geo.views.popitem(last=False)
+        self.pid, self.index, pixels = kept
+        self.overlay = pygame.Surface((camera.screen_w, camera.screen_h), pygame.SRCALPHA, 32)
+        self.overlay.get_buffer().write(pixels)
+
+    @staticmethod
+    def _draw(geo: MapGeometry, camera: Camera, px) -> tuple[np.ndarray, np.ndarray, bytes]:
+        """(pid, palette index, the overlay's raw pixels) of one view."""
         h, w = camera.screen_h, camera.screen_w
         xs, ys = camera.sample_axes()
         pid = geo.arena.raster[np.maximum(ys, 0)[:, None], np.maximum(xs, 0)[None, :]].astype(np.int32)
         pid[(ys < 0)[:, None] | (xs < 0)[None, :]] = 0
-        self.pid = pid
-        cls = np.zeros((h, w), dtype=np.int32)
+        kind = np.zeros((h, w), dtype=np.int32)
         land = pid > 0
         for lut, level, wide in (
             (None, 1, False),
@@ -159,17 +192,18 @@ class MapLayers:
             if wide:  # the country border is two pixels wide: both sides of the line
                 edge[:, 1:] |= right
                 edge[1:, :] |= down
-            cls[edge] = level
+            kind[edge] = level
         coast = np.zeros((h, w), dtype=bool)
         coast[:, :-1] |= land[:, :-1] & ~land[:, 1:]
         coast[:, 1:] |= land[:, 1:] & ~land[:, :-1]
         coast[:-1, :] |= land[:-1, :] & ~land[1:, :]
         coast[1:, :] |= land[1:, :] & ~land[:-1, :]
-        cls[coast] = 3
+        kind[coast] = 3
         stripe_w = max(2, px(STRIPE_REF))
         stripe = ((np.arange(w)[None, :] + np.arange(h)[:, None]) // stripe_w) % 2
-        self.index = (pid + (geo.n + 1) * (cls + 4 * stripe)).astype(np.intp)
-        self.overlay = self._overlay(geo, camera, px)
+        index = (pid + (geo.n + 1) * (kind + 4 * stripe)).astype(np.intp)
+        pid.flags.writeable = index.flags.writeable = False
+        return pid, index, MapLayers._overlay(geo, camera, px).get_buffer().raw
 
     @staticmethod
     def _overlay(geo: MapGeometry, camera: Camera, px) -> pygame.Surface:
