@@ -45,6 +45,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         folder.mkdir(parents=True, exist_ok=True)
         _out = (folder / f"cpu-{os.getpid()}.jsonl").open("a")
     own, children = _cpu()
+    began = time.time()
     started = time.perf_counter()
     yield
     own_after, children_after = _cpu()
@@ -53,6 +54,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         "self": round(own_after - own, 4),
         "child": round(children_after - children, 4),
         "wall": round(time.perf_counter() - started, 4),
+        "start": round(began, 3),
     }
     _out.write(json.dumps(row) + "\n")
     _out.flush()
