@@ -10,8 +10,8 @@ from hoi4_arena.screen.lattice import to_lattice, to_pixel
 from hoi4_arena.sim.headless import SimGame
 from hoi4_arena.sim.input import SimEvent, click, drag, press, type_text
 from hoi4_arena.sim.opening import opening
-from hoi4_arena.sim.render import date_label
-from hoi4_arena.sim.render_map import MapLayers
+from hoi4_arena.sim.render import date_label, pygame, surface_rgb
+from hoi4_arena.sim.render_map import OPAQUE_MASKS, MapLayers
 from hoi4_arena.sim.ui_layout import REF, Layout
 
 
@@ -78,6 +78,27 @@ def test_a_second_game_on_the_map_starts_from_the_first_games_view_without_drawi
         naive.feed([SimEvent("wheel", delta=2)])
         assert np.array_equal(second.frame(), naive.frame())
         assert second.renderer._layers.index is not kept.index and drawn == 1
+
+
+@pytest.mark.parametrize("size", [(960, 540), (7, 3)])
+@pytest.mark.parametrize("alpha", [False, True])
+def test_a_surfaces_rgb_array_is_pygames_rgb_bytes(size: tuple[int, int], alpha: bool) -> None:
+    surface = (
+        pygame.Surface(size, pygame.SRCALPHA, 32)
+        if alpha
+        else pygame.Surface(size, 0, 32, masks=OPAQUE_MASKS)
+    )
+    colours = np.random.default_rng(size[0]).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+    surface.blit(pygame.image.frombuffer(colours.tobytes(), size, "RGB"), (0, 0))
+    rgb = surface_rgb(surface)
+    expected = np.frombuffer(pygame.image.tobytes(surface, "RGB"), dtype=np.uint8).reshape(
+        size[1], size[0], 3
+    )
+    assert rgb.shape == (size[1], size[0], 3) and np.array_equal(rgb, expected)
+    assert np.array_equal(rgb, colours) and not rgb.flags.writeable
+    assert not surface.get_locked()  # the surface can be drawn on again at once
+    with pytest.raises(ValueError, match="32-bit"):
+        surface_rgb(pygame.Surface(size, 0, 24))
 
 
 def test_only_what_changed_is_redrawn(plains) -> None:

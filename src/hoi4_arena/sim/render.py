@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections import OrderedDict
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -98,6 +99,25 @@ def date_label(date_text: str) -> str:
     return f"{hour:02d}:00, {day} {MONTHS[month - 1]} {year}"
 
 
+def surface_rgb(surface: pygame.Surface) -> np.ndarray:
+    """A 32-bit surface's pixels as a new read-only (H, W, 3) uint8 RGB array.
+
+    Three strided channel copies out of the surface's own memory: half the time of
+    `pygame.image.tobytes(surface, "RGB")` for the same array (bench/frame_rgb.py)."""
+    if surface.get_bytesize() != 4:
+        raise ValueError(f"surface_rgb reads 32-bit surfaces, not {surface.get_bitsize()}-bit ones")
+    w, h = surface.get_size()
+    shifts = surface.get_shifts()[:3]
+    offsets = [s // 8 if sys.byteorder == "little" else 3 - s // 8 for s in shifts]
+    rgb = np.empty((h, w, 3), dtype=np.uint8)
+    pixels = np.frombuffer(surface.get_buffer(), dtype=np.uint8).reshape(h, surface.get_pitch())
+    for channel, offset in enumerate(offsets):
+        rgb[..., channel] = pixels[:, offset : offset + 4 * w : 4]
+    del pixels  # the surface stays locked while its buffer is held
+    rgb.flags.writeable = False
+    return rgb
+
+
 class Renderer:
     """Draws one game's screen of `size` (height, width); `cache=False` redraws everything each frame."""
 
@@ -129,9 +149,7 @@ class Renderer:
         surface = self.scene(ui)
         key = self._scene[0]
         if self._rgb is None or self._rgb[0] != key or not self.cache:
-            h, w = self.size
-            array = np.frombuffer(pygame.image.tobytes(surface, "RGB"), dtype=np.uint8).reshape(h, w, 3)
-            self._rgb = (key, array)
+            self._rgb = (key, surface_rgb(surface))
         return self._rgb[1]
 
     def scene(self, ui: Interface) -> pygame.Surface:
