@@ -41,13 +41,13 @@ import collections
 import logging
 import os
 import socket
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.play.runner import GamePlan, Run, play_planned
+from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.screen.game import GameRecord
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def play_remote(
     id."""
     import ray
 
-    with tempfile.TemporaryDirectory(prefix="hoi4-arena-ray-") as tmp:
+    with scratch_folder("ray") as tmp:
         record = game(run, plan, Path(tmp), left)
         folder = Path(tmp) / record.session if record.session is not None else None
         files = {}

@@ -33,6 +33,7 @@ from typing import Any
 
 from hoi4_arena.processes import worker_context
 from hoi4_arena.rl.rollout_game import RolloutGame, RolloutSettings, Step
+from hoi4_arena.scratch import make_scratch
 
 POLL_S = 0.5  # how often a waiting learner checks that the process is still alive
 
@@ -129,7 +130,7 @@ class WorkerProcess:
         ctx = worker_context(context)
         # The process's temporary folders (each game's user folder) go inside this one, which `close`
         # removes: a killed process cannot remove its own.
-        self.scratch = tempfile.mkdtemp(prefix="hoi4-arena-rollout-")
+        self.scratch = str(make_scratch("rollout"))
         self._connection, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, args=(child, settings, self.scratch), daemon=True)
         self.process.start()

@@ -28,13 +28,13 @@ import contextlib
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from hoi4_arena.maps.model import TAGS
+from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.pair_worker import NORMAL
 from hoi4_arena.screen.window_games import WINDOW_TIMEOUT_S, give_focus, stop_window, tail_text
@@ -129,7 +129,7 @@ class PairWindows:
         """One game's world and windows and an X11 worker per side, closed and stopped on the way out."""
         height, width = self.size
         displays = self.displays
-        with tempfile.TemporaryDirectory(prefix="hoi4-arena-pair-windows-") as userdir:
+        with scratch_folder("pair-windows") as userdir:
             host_log = Path(userdir) / "host.log"
             command = [
                 sys.executable,

@@ -24,11 +24,11 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.xvfb import Xvfb
@@ -67,7 +67,7 @@ class WindowGames:
         from hoi4_arena.screen.x11_worker import X11Worker
 
         height, width = self.size
-        with tempfile.TemporaryDirectory(prefix="hoi4-arena-window-") as userdir:
+        with scratch_folder("window") as userdir:
             window_log = Path(userdir) / "window.log"
             command = [
                 sys.executable,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import tempfile
 from bisect import bisect_left
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import GameLogWriter
 from hoi4_arena.maps import ArenaMap, load_arena
 from hoi4_arena.maps.model import TAGS
+from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.sim import popups
 from hoi4_arena.sim.ai import AIConfig, GameAI
 from hoi4_arena.sim.clock import SPEEDS, GameClock
@@ -88,7 +88,7 @@ class SimGame:
         """The spec the map was made from (a save names a preset's map by it instead of copying it)."""
         self.seed = int(seed)
         self.size = (int(size[0]), int(size[1]))
-        self._tmp = tempfile.TemporaryDirectory(prefix="hoi4-arena-sim-") if userdir is None else None
+        self._tmp = scratch_folder("sim") if userdir is None else None
         self.userdir = Path(self._tmp.name if self._tmp is not None else userdir).expanduser()
         self.log_path = self.userdir / "logs" / "game.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

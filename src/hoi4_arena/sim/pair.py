@@ -27,7 +27,6 @@ Try: python -m hoi4_arena.sim.pair river 3
 from __future__ import annotations
 
 import sys
-import tempfile
 import threading
 from bisect import bisect_left
 from pathlib import Path
@@ -39,6 +38,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import GameLogWriter
 from hoi4_arena.maps import ArenaMap
 from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.sim import popups
 from hoi4_arena.sim.ai import AIConfig, GameAI
 from hoi4_arena.sim.clock import HOURS_PER_SECOND, SPEEDS, to_ns
@@ -180,7 +180,7 @@ class PairGame:
         self.size = (int(size[0]), int(size[1]))
         self.sides = tuple(s for s in TAGS if s in sides)  # fixed order: BLU's input first at one instant
         self.lock = threading.RLock()
-        self._tmp = tempfile.TemporaryDirectory(prefix="hoi4-arena-pair-") if userdir is None else None
+        self._tmp = scratch_folder("pair") if userdir is None else None
         self.userdir = Path(self._tmp.name if self._tmp is not None else userdir).expanduser()
         self.log_path = self.userdir / "logs" / "game.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

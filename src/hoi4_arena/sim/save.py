@@ -47,6 +47,7 @@ import numpy as np
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import GameLogWriter
+from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.sim.headless import SimGame, arena_of
 from hoi4_arena.sim.render import Renderer
 from hoi4_arena.sim.render_map import geometry
@@ -277,7 +278,7 @@ def load_state(
             )
         outside[("arena",)] = arena
     game = SimGame.__new__(SimGame)
-    game._tmp = tempfile.TemporaryDirectory(prefix="hoi4-arena-sim-") if userdir is None else None
+    game._tmp = scratch_folder("sim") if userdir is None else None
     game.userdir = Path(game._tmp.name if game._tmp is not None else userdir).expanduser()
     game.log_path = game.userdir / "logs" / "game.log"
     game.log_path.parent.mkdir(parents=True, exist_ok=True)
