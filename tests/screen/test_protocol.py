@@ -150,6 +150,7 @@ class Connection:
     def __init__(self, worker: Worker, **serve_kwargs) -> None:
         self.worker = worker
         self.server_sock, self.client_sock = socket.socketpair()
+        self.client_sock.settimeout(30)  # a server that never answers or closes fails the test, not hangs it
         self.rfile = self.client_sock.makefile("rb")
         self.wfile = self.client_sock.makefile("wb")
         self.client = ProtocolClient(self.rfile, self.wfile)
@@ -175,6 +176,7 @@ class Connection:
         return message[0]
 
     def hang_up(self) -> None:
+        """Close the client's end as a transport's client does, so the server's linger ends at once."""
         self.wfile.close()
         self.client_sock.shutdown(socket.SHUT_WR)
         self.thread.join(timeout=10)
@@ -231,7 +233,7 @@ def test_every_op_round_trips(connection: Connection) -> None:
     client.disarm()
     assert worker.mode is None
     client.close()
-    connection.thread.join(timeout=10)
+    connection.hang_up()
     assert worker.closed == 1 and connection.result == [True]
     client.close()  # idempotent
 
@@ -357,9 +359,9 @@ def test_a_framing_error_is_answered_then_the_connection_closes_and_input_is_rel
     _held(conn)
     reply = conn.send_raw(data)
     assert reply["ok"] is False and reply["error"]["code"] == code and reply["id"] == 1
-    conn.thread.join(timeout=10)
-    assert not conn.thread.is_alive() and conn.result == [False]
-    assert read_message(conn.rfile) is None  # a clean close: the stream ends
+    assert read_message(conn.rfile) is None  # the server ends the stream itself: a clean close
+    conn.hang_up()
+    assert conn.result == [False]
     assert not conn.worker.held and conn.worker.closed == 0
 
 
@@ -375,11 +377,11 @@ def test_a_stalled_message_times_out_and_releases_input(data: bytes) -> None:
     _held(conn)
     conn.wfile.write(data)
     conn.wfile.flush()
-    conn.thread.join(timeout=20)
-    assert not conn.thread.is_alive() and conn.result == [False]
     message = read_message(conn.rfile)
     assert message is not None and message[0]["error"]["code"] == "timeout"
-    assert read_message(conn.rfile) is None
+    assert read_message(conn.rfile) is None  # the server ends the stream itself
+    conn.hang_up()
+    assert conn.result == [False]
     assert not conn.worker.held
 
 
@@ -426,7 +428,7 @@ def test_observer_may_only_watch() -> None:
         assert info.value.code == "observer"
     worker.held.add(("key_down", 0x10))  # held by the main connection
     client.close()
-    conn.thread.join(timeout=10)
+    conn.hang_up()
     assert worker.closed == 0 and worker.held  # the observer closes its connection, not the worker
 
 
@@ -460,7 +462,7 @@ def test_an_observer_never_feeds_the_watchdog() -> None:
     assert worker.guard.last_request_ns == 5_000_000_000
     for conn in (watcher, driver):
         conn.client.close()
-        conn.thread.join(timeout=10)
+        conn.hang_up()
 
 
 def test_client_refuses_nan_before_sending(connection: Connection) -> None:
