@@ -36,6 +36,7 @@ from Xlib.ext import xtest
 
 from apps.target import PatternApp
 from hoi4_arena.allocator import keep_freed_memory
+from hoi4_arena.scratch import claim
 from hoi4_arena.screen.events import KEY_CODES, InputEvent
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
 from hoi4_arena.screen.x11_worker import X11Worker
@@ -77,6 +78,7 @@ getattr(np._core.multiarray, "_set_madvise_hugepage", lambda enabled: None)(
 _OWN_MAP_CACHE = None
 if "HOI4_ARENA_CACHE" not in os.environ:
     _OWN_MAP_CACHE = os.environ["HOI4_ARENA_CACHE"] = tempfile.mkdtemp(prefix="hoi4-arena-test-cache-")
+    claim(Path(_OWN_MAP_CACHE))  # a killed run's folder is swept by a later process (hoi4_arena.scratch)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
