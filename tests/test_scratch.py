@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from hoi4_arena.scratch import OWNER_FILE, owner_runs, sweep
+from hoi4_arena.scratch import OWNER_FILE, owner_runs, sweep, this_machine
 
 MAKE = """
 import sys, time
@@ -50,13 +50,16 @@ def test_a_killed_owners_folders_go_with_the_next_process_and_a_running_ones_sta
     assert sorted(sweep(tmp_path)) == sorted(running_folders) and foreign.is_dir()
 
 
-def test_a_reused_process_id_does_not_keep_a_folder_alive(tmp_path: Path) -> None:
-    started = psutil.Process().create_time()
-    assert owner_runs(f"{os.getpid()} {started:.3f}\n")
-    assert not owner_runs(f"{os.getpid()} {started - 100:.3f}\n")  # another process had this id before
+def test_a_reused_process_id_does_not_keep_a_folder_alive_and_another_machines_owner_is_kept(
+    tmp_path: Path,
+) -> None:
+    started, here = psutil.Process().create_time(), this_machine()
+    assert owner_runs(f"{os.getpid()} {started:.3f} {here}\n")
+    assert not owner_runs(f"{os.getpid()} {started - 100:.3f} {here}\n")  # another process had this id
+    assert owner_runs(f"{os.getpid()} {started - 100:.3f} {here}0\n")  # another container's: kept
     assert owner_runs("not an owner line")  # what cannot be told is kept
     gone = tmp_path / "hoi4-arena-sim-gone"
     gone.mkdir()
-    (gone / OWNER_FILE).write_text(f"{os.getpid()} {started - 100:.3f}\n")
+    (gone / OWNER_FILE).write_text(f"{os.getpid()} {started - 100:.3f} {here}\n")
     (gone / "logs").mkdir()
     assert sweep(tmp_path) == [gone] and not gone.exists()

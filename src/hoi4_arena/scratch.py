@@ -3,10 +3,11 @@
 Games keep their user folder (the game log, saves) in a temporary folder, and Ray tasks and rollout
 workers play into one. A process killed with SIGKILL (a killed rollout actor or Ray task, a stopped run,
 the kernel's out-of-memory killer) cannot remove its own, and a long run would fill the temporary
-directory with them. So each folder made here names its owner, the process's id and start time, in an
-`.owner` file, and the first folder a process makes sweeps the temporary directory: a `hoi4-arena-*`
-folder whose owner has exited is removed. A folder without an owner file (someone else's, or one being
-made this instant) and a folder whose owner still runs are never touched.
+directory with them. So each folder made here names its owner, the process's id and start time and its
+machine (host name and process-id namespace), in an `.owner` file, and the first folder a process makes
+sweeps the temporary directory: a `hoi4-arena-*` folder whose owner has exited is removed. A folder
+without an owner file (someone else's, or one being made this instant), a folder whose owner still runs
+and one whose owner another machine or container runs (a shared temporary directory) are never touched.
 
 Try: python -c "from hoi4_arena.scratch import sweep; print(sweep())"
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -66,11 +68,13 @@ def sweep(directory: Path | None = None) -> list[Path]:
 
 def owner_runs(line: str) -> bool:
     """Whether the process an `.owner` line names still runs (the same process: its id and start time);
-    True when that cannot be told (an unreadable line, another user's process)."""
+    True when that cannot be told (an unreadable line, another machine's or user's process)."""
     try:
-        pid_text, started_text = line.split()
+        pid_text, started_text, machine = line.split()
         pid, started = int(pid_text), float(started_text)
     except ValueError:
+        return True
+    if machine != this_machine():
         return True
     try:
         return abs(psutil.Process(pid).create_time() - started) < 1.0  # a reused id starts later
@@ -81,7 +85,16 @@ def owner_runs(line: str) -> bool:
 
 
 def _owner_line(pid: int) -> str:
-    return f"{pid} {psutil.Process(pid).create_time():.3f}\n"
+    return f"{pid} {psutil.Process(pid).create_time():.3f} {this_machine()}\n"
+
+
+def this_machine() -> str:
+    """This machine as process ids see it: the host name and the process-id namespace (a container)."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname().replace(' ', '_')}/{namespace}"
 
 
 def _sweep_once() -> None:
