@@ -316,8 +316,8 @@ def frames_by_duration(path: Path, hz: float) -> int | None:
     """The frame count a finished file's duration implies (pts are frame indices at `hz`), cheaply.
 
     None when the file has no duration (a killed recorder never wrote one) or cannot be opened. The
-    duration is the container header's, so the streams are barely probed (`_HEADER_ONLY`): a third of
-    the time of a full probe (bench/frames_by_duration.py).
+    duration is the container header's, so the streams are barely probed (`_HEADER_ONLY`): 7.8 against
+    19.0 ms for an x264 session video with a full probe (bench/frames_by_duration.py).
     """
     try:
         with av.open(str(path), options=_HEADER_ONLY) as container:
