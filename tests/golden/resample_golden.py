@@ -53,21 +53,26 @@ VIEW_CASES = [
 
 
 def golden_frame(shape: tuple[int, ...], kind: str = "hash", seed: int = 0) -> np.ndarray:
-    """A deterministic uint8 image of `shape` (H, W, C) from an integer formula."""
+    """A deterministic uint8 image of `shape` (H, W, C) from an integer formula of the pixel index.
+
+    The flat index (y * W + x) * C + ch is one arange, and the hash runs in place on it in uint32, whose
+    wrap-around is the formula's 32-bit mask: a 4K frame costs one array, not three index grids."""
     h, w, c = shape
-    y, x, ch = np.meshgrid(np.arange(h), np.arange(w), np.arange(c), indexing="ij")
     if kind == "hash":
-        # A multiplicative hash of the flat index with an xorshift finish, in uint64 with a 32-bit mask.
-        v = (((y * w + x) * c + ch).astype(np.uint64) + np.uint64(seed)) * np.uint64(2654435761)
-        v &= np.uint64(0xFFFFFFFF)
-        v ^= v >> np.uint64(15)
-        v = (v * np.uint64(2246822519)) & np.uint64(0xFFFFFFFF)
-        v ^= v >> np.uint64(13)
-        return (v >> np.uint64(24)).astype(np.uint8)
+        # A multiplicative hash of the flat index with an xorshift finish, modulo 2**32.
+        v = np.arange(h * w * c, dtype=np.uint32).reshape(h, w, c)
+        v += np.uint32(seed % 2**32)
+        v *= np.uint32(2654435761)
+        v ^= v >> np.uint32(15)
+        v *= np.uint32(2246822519)
+        v ^= v >> np.uint32(13)
+        v >>= np.uint32(24)
+        return v.astype(np.uint8)
     if kind == "ramp":
-        return ((y * w + x) * c + ch).astype(np.uint8)
+        return np.arange(h * w * c, dtype=np.int64).reshape(h, w, c).astype(np.uint8)
+    y, x, ch = np.ogrid[:h, :w, :c]
     if kind == "top":
-        return (254 + (x + y) % 2).astype(np.uint8)
+        return np.broadcast_to(254 + (x + y) % 2, shape).astype(np.uint8)
     if kind == "checker":
         # 0/255 checks with 1-pixel odd values, so many averages land exactly on a half.
         return np.where((x + y) % 2 == 0, 255, (x * 7 + y * 3 + ch) % 2).astype(np.uint8)
