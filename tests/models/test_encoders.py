@@ -102,14 +102,17 @@ def test_weights_load_from_a_safetensors_file(tmp_path: Path, tiny_config: Polic
 def test_the_real_qwen_tower_loads_its_weights(tmp_path: Path) -> None:
     import timm  # here, not at the top: 1.6 s at each test worker's collection
 
-    torch.manual_seed(1)
-    reference = timm.create_model(TOWER, pretrained=False)
+    # timm's own model gives the file's names and shapes (on the meta device: its initialisation would
+    # cost a second 100M-parameter tower); every value is a seeded draw, so a misplaced tensor shows.
+    layout = timm.create_model(TOWER, pretrained=False, device="meta").state_dict()
+    draws = torch.Generator().manual_seed(1)
+    reference = {k: torch.rand(v.shape, generator=draws) for k, v in layout.items()}
     path = tmp_path / "qwen.safetensors"
-    save_file({k: v.contiguous() for k, v in reference.state_dict().items()}, str(path))
+    save_file(reference, str(path))
     encoder = TimmTowerEncoder(TOWER, (320, 576), 16, 8, 0)
     encoder.load_weights(path)
     loaded = encoder.tower.state_dict()
-    assert all(torch.equal(loaded[k], reference.state_dict()[k]) for k in loaded)
+    assert all(torch.equal(loaded[k], reference[k]) for k in loaded)
 
 
 def _encoder() -> TimmTowerEncoder:
