@@ -73,6 +73,38 @@ def test_unknown_command_fails_with_usage() -> None:
     assert "Usage: " in out.stderr and "no-such-command" in out.stderr
 
 
+def test_a_run_builds_only_its_own_commands_options() -> None:
+    """The command line hands typer only the command it runs: the other commands' options, read from
+    their configs' sources, are never made in that process."""
+    code = """
+import sys
+from hoi4_arena import cli
+from hoi4_arena.cli_options import ConfigCommand
+sys.argv = ["hoi4-arena", "--log-level", "info", "train-idm", "--help"]
+try:
+    cli.main()
+except SystemExit as end:
+    assert end.code == 0, end.code
+made = sorted(c.name for c in cli.app.registered_commands if "_made" in vars(c.callback))
+total = sum(isinstance(c.callback, ConfigCommand) for c in cli.app.registered_commands)
+print("MADE=" + ",".join(made), "OF", total)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "--max-steps" in out.stdout and "--threads" in out.stdout  # train-idm's own help, whole
+    made, total = out.stdout.split("MADE=")[1].split(" OF ")
+    assert made == "train-idm" and int(total) > 20
+
+    from hoi4_arena.cli import app_for, command_named
+
+    assert command_named(["--log-level", "debug", "train-bc", "data", "out"]) == "train-bc"
+    assert command_named(["--version"]) is None and command_named(["--log-level", "sim"]) is None
+    assert command_named(["no-such-command", "sim"]) is None and command_named([]) is None
+    assert app_for(["--help"]) is app and app_for(["no-such-command"]) is app
+    assert [c.name for c in app_for(["win-rate", "x.jsonl"]).registered_commands] == ["win-rate"]
+    assert len(app.registered_commands) > 30  # the app itself keeps every command
+
+
 def test_result_json_is_strict() -> None:
     code = "from hoi4_arena.terminal import print_json; print_json({'a': float('nan'), 'b': (1, 2)})"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -416,7 +416,7 @@ def from_config(
     arguments: Sequence[str] = (),
     options: dict[str, Opt] | None = None,
     skip: Sequence[str] = (),
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[Callable[..., Any]], ConfigCommand]:
     """A decorator: the command's parameter `config` becomes one option per field of `cls`.
 
     `cls` is the config class, or its name "package.module:Class" for a module too heavy to import with
@@ -431,42 +431,71 @@ def from_config(
     """
     options = options or {}
 
-    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(command: Callable[..., Any]) -> ConfigCommand:
+        return ConfigCommand(command, cls, arguments, options, skip)
+
+    return decorate
+
+
+class ConfigCommand:
+    """A command whose parameter `config` is one option per field of its config class (`from_config`).
+
+    Its options are made when something first asks for its signature: typer, when it builds the command.
+    The command line builds only the command it runs (`cli.main`), so a command's start reads one
+    config's field docstrings, not every command's (0.2 s of CPU at each start for all of them). A
+    mistake in how a command is declared is a TypeError when it is built; the tests build every one.
+    """
+
+    def __init__(
+        self,
+        command: Callable[..., Any],
+        cls: type | str,
+        arguments: Sequence[str],
+        options: dict[str, Opt],
+        skip: Sequence[str],
+    ) -> None:
+        functools.update_wrapper(self, command)
+        self.__annotations__ = {}  # typer reads the signature below, not the command's own annotations
+        self.config_source = cls  # the class, or its "module:Class" name
+        self._command, self._arguments, self._options, self._skip = command, arguments, options, skip
+
+    @functools.cached_property
+    def _made(self) -> tuple[inspect.Signature, list[str], dict[str, Converter]]:
+        """(the command's signature, the config's field names in it, their converters)."""
+        command, cls = self._command, self.config_source
         own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "config"]
-        made, converters = _parameters(cls, arguments, options, skip)
+        made, converters = _parameters(cls, self._arguments, self._options, self._skip)
         names = [p.name for p in made]
         clash = sorted(set(names) & {p.name for p in own})
         if clash:
             raise TypeError(f"{command.__name__} has parameters named like {cls}'s fields: {clash}")
-
-        @functools.wraps(command)
-        def run(**values: Any) -> Any:
-            settings = {name: values.pop(name) for name in names}
-            for name, converter in converters.items():
-                text = settings[name]
-                flag = "--" + name.replace("_", "-")
-                if text is None or text == []:
-                    settings.pop(name)  # the config's default
-                elif converter.repeat:
-                    settings[name] = converter.parse(",".join(text), options[name].flag or flag)
-                else:
-                    settings[name] = converter.parse(text, options[name].flag or flag)
-            return command(config=_resolve(cls)(**settings), **values)
-
         # Positional arguments: the config's, then the command's own; then the config's options, then
         # the command's own options (as --help lists them).
         own_args = [p for p in own if _is_argument(p)]
         own_rest = [p for p in own if not _is_argument(p)]
         keyword = lambda ps: [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in ps]  # noqa: E731
-        made_args = [p for p in made if p.name in arguments]
-        made_opts = [p for p in made if p.name not in arguments]
+        made_args = [p for p in made if p.name in self._arguments]
+        made_opts = [p for p in made if p.name not in self._arguments]
         ordered = [*made_args, *keyword(own_args), *made_opts, *keyword(own_rest)]
-        run.__signature__ = inspect.Signature(ordered)  # type: ignore[attr-defined]
-        run.__annotations__ = {}  # typer reads the signature above, not the command's own annotations
-        run.config_source = cls  # type: ignore[attr-defined]  # the class, or its "module:Class" name
-        return run
+        return inspect.Signature(ordered), names, converters
 
-    return decorate
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return self._made[0]
+
+    def __call__(self, **values: Any) -> Any:
+        _, names, converters = self._made
+        settings = {name: values.pop(name) for name in names}
+        for name, converter in converters.items():
+            text = settings[name]
+            flag = self._options[name].flag or "--" + name.replace("_", "-")
+            if text is None or text == []:
+                settings.pop(name)  # the config's default
+            elif converter.repeat:
+                settings[name] = converter.parse(",".join(text), flag)
+            else:
+                settings[name] = converter.parse(text, flag)
+        return self._command(config=_resolve(self.config_source)(**settings), **values)
 
 
 def _is_argument(parameter: inspect.Parameter) -> bool:
