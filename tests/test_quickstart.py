@@ -108,12 +108,36 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     again = CliRunner().invoke(app, ["quickstart", str(out), *TINY])
     assert again.exit_code == 0, again.output[-3000:]
     assert "done before" in again.stderr
+    assert "report: done before, kept" in again.stderr  # nothing changed: its pictures are not drawn again
     assert json.loads(again.stdout)["players"] == result["players"]
 
     # Other settings in the same folder are refused with a message naming them (in this process: the
     # command line's UserError-to-message path is test_cli's).
     with pytest.raises(UserError, match=r"other settings \(.*arena.*\)"):
         RunState.open(QuickstartConfig(out=out, arena="river"))
+
+
+def test_a_report_is_kept_only_while_it_is_the_report_of_the_stages(tmp_path: Path) -> None:
+    from hoi4_arena.quickstart import _kept_report
+
+    config = QuickstartConfig(out=tmp_path / "q")
+    state = RunState.open(config)
+    assert state.reported is False and _kept_report(config, state) is None  # a new run has none
+    (config.out / "report.json").write_text('{"players": {"learned": 1}}')
+    (config.out / "report.html").write_text("<html>")
+    state.reported = True
+    assert _kept_report(config, state) == {"players": {"learned": 1}}
+    (config.out / "report.json").write_text("{cut")
+    assert _kept_report(config, state) is None  # unreadable: drawn again
+    (config.out / "report.json").write_text("{}")
+    (config.out / "report.html").unlink()
+    assert _kept_report(config, state) is None  # its page gone: drawn again
+    # A run made before the report was kept reads as not reported.
+    saved = json.loads((config.out / "quickstart.json").read_text())
+    assert "reported" in saved
+    saved.pop("reported")
+    (config.out / "quickstart.json").write_text(json.dumps(saved))
+    assert RunState.open(config).reported is False
 
 
 def test_a_budget_scales_the_games_down_and_says_so(tmp_path: Path) -> None:

@@ -265,6 +265,8 @@ class RunState:
     spent_seconds: float = 0.0
     train_minutes: float | None = None
     stages: dict[str, Any] = field(default_factory=dict)
+    reported: bool = False
+    """Whether OUT/report.json is the report of the stages as they stand (a finished stage clears it)."""
 
     def save(self, out: Path) -> None:
         path = out / STATE
@@ -607,6 +609,18 @@ def _frame_strip(session: Path, picture: Path, count: int = 8, every_s: float = 
     return len(thumbs)
 
 
+def _kept_report(config: QuickstartConfig, state: RunState) -> dict[str, Any] | None:
+    """The report a run made of the stages as they stand, or None when there is none to keep (its files
+    gone or unreadable): drawing it again would repeat its heat maps and pictures (seconds of CPU) for
+    the same numbers."""
+    if not state.reported or not (config.out / "report.html").is_file():
+        return None
+    try:
+        return json.loads((config.out / "report.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     """OUT/report.html and OUT/report.json from what the stages left on disk."""
     from hoi4_arena.evaluation.heatmap import heatmap
@@ -854,6 +868,7 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
 
     def finish(stage: str, summary: dict[str, Any]) -> None:
         state.stages[stage] = summary
+        state.reported = False
         state.spent_seconds = spent()
         state.save(config.out)
 
@@ -889,8 +904,13 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
                 if config.budget_minutes is not None:
                     wall = max(0.1, config.budget_minutes - spent() / 60 - REPORT_MINUTES)
                 finish(stage, evaluate_learned(config, wall))
-        stderr.print(f"[bold]{total}/{total} report[/]")
-        result = report(config, state)
+        result = _kept_report(config, state)
+        if result is None:
+            stderr.print(f"[bold]{total}/{total} report[/]")
+            result = report(config, state)
+            state.reported = True
+        else:
+            stderr.print(f"[dim]{total}/{total} report: done before, kept[/]")
     finally:
         state.spent_seconds = spent()
         state.save(config.out)
