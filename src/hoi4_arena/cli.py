@@ -1107,6 +1107,10 @@ def with_optional_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _name_of(command: typer.models.CommandInfo) -> str:
+    return command.name or typer.main.get_command_name(command.callback.__name__)
+
+
 def command_named(args: list[str]) -> str | None:
     """The command `args` run (the first word after the app's own options), if it is one of the app's."""
     words = iter(args)
@@ -1114,10 +1118,7 @@ def command_named(args: list[str]) -> str | None:
         if word == "--log-level":
             next(words, None)  # its value
         elif not word.startswith("-"):
-            names = {
-                c.name or typer.main.get_command_name(c.callback.__name__) for c in app.registered_commands
-            }
-            return word if word in names else None
+            return word if word in {_name_of(c) for c in app.registered_commands} else None
     return None
 
 
@@ -1131,11 +1132,7 @@ def app_for(args: list[str]) -> typer.Typer:
     if name is None:
         return app
     one = copy.copy(app)
-    one.registered_commands = [
-        c
-        for c in app.registered_commands
-        if (c.name or typer.main.get_command_name(c.callback.__name__)) == name
-    ]
+    one.registered_commands = [c for c in app.registered_commands if _name_of(c) == name]
     return one
 
 
