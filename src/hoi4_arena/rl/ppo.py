@@ -78,6 +78,7 @@ from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rewards import OUTCOME, TERMS
 from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule, rung_starts
 from hoi4_arena.rl.rollout_game import RolloutSettings
+from hoi4_arena.training.run_control import adam
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +246,7 @@ def train_ppo(
     if saved is not None:
         policy.load_state_dict(saved.policy.state_dict())
     trained = [p for p in policy.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(trained, lr=config.lr)
+    optimizer = adam(trained, config.lr)
     progress: dict[str, Any] = {"update": 0, "decisions": 0, "games": 0, "history": [], "seconds": 0.0}
     if saved is not None:
         optimizer.load_state_dict(saved.optimizer)

@@ -67,7 +67,7 @@ from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.advantage import AdvantageWeights
 from hoi4_arena.training.bc_config import BCConfig
 from hoi4_arena.training.objectives import Objectives, build_objectives
-from hoi4_arena.training.run_control import device_of, stop_on_interrupt
+from hoi4_arena.training.run_control import adam, device_of, stop_on_interrupt
 
 log = logging.getLogger(__name__)
 
@@ -382,7 +382,7 @@ def train_bc(
         if saved is not None:
             objectives.load_state_dict(saved.extra["objectives"])
         heads = list(objectives.parameters())
-    optimizer = torch.optim.AdamW(trained + heads, lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = adam(trained + heads, config.lr, config.weight_decay)
     progress: dict[str, Any] = {
         "step": 0,
         "position": DataPosition(0, tuple(0 for _ in range(max(config.workers, 1)))).to_dict(),

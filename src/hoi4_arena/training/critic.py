@@ -45,6 +45,7 @@ from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_check
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.terminal import progress_bar
+from hoi4_arena.training.run_control import adam
 from hoi4_arena.training.value_config import CriticConfig
 from hoi4_arena.training.value_data import ValueData, value_games
 from hoi4_arena.training.value_report import by_day_table, report
@@ -194,7 +195,7 @@ def train_critic(config: CriticConfig) -> dict[str, Any]:
             parameter.requires_grad_(name.startswith("value."))
     policy.train()
     trained = [p for p in policy.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trained, lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = adam(trained, config.lr, config.weight_decay)
     provenance = Provenance(data={**data.describe(), "init": config.init}, seed=config.seed)
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(

@@ -60,6 +60,7 @@ from hoi4_arena.models.policy import Policy
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.distill_config import TIMM_PREFIX, DistillConfig, parse_student
+from hoi4_arena.training.run_control import adam
 
 log = logging.getLogger(__name__)
 
@@ -470,7 +471,7 @@ def distill(config: DistillConfig) -> dict[str, Any]:
         Standardiser.of(train.map, (0, 2, 3)) if train.map is not None else None,
     ).to(device)
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = adam(model.parameters(), config.lr, config.weight_decay)
     before = {
         "train": evaluate(model, train, config, device),
         "held_out": evaluate(model, held, config, device),

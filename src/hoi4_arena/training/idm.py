@@ -52,7 +52,7 @@ from hoi4_arena.models.policy import Observation
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP, in_order
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.idm_config import LabelConfig, TrainIDMConfig
-from hoi4_arena.training.run_control import device_of, stop_on_interrupt
+from hoi4_arena.training.run_control import adam, device_of, stop_on_interrupt
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +278,7 @@ def train_idm(
         model.load_state_dict(saved.model.state_dict())
     model.train()
     trained = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trained, lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = adam(trained, config.lr, config.weight_decay)
     progress: dict[str, Any] = {"step": 0, "epoch": 0, "position": 0, "history": [], "train_seconds": 0.0}
     if saved is not None:
         optimizer.load_state_dict(saved.optimizer)

@@ -66,7 +66,7 @@ from hoi4_arena.models.token_embedding import LatticeEmbedding, TokenEmbedding
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.features import CachedSession, FeatureCache, open_cache
 from hoi4_arena.training.research_config import MemoryStudyConfig
-from hoi4_arena.training.run_control import device_of, stop_on_interrupt
+from hoi4_arena.training.run_control import adam, device_of, stop_on_interrupt
 
 PROGRESS = "progress.pt"
 MODEL = "memory.pt"
@@ -464,7 +464,7 @@ def train_memory(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         model = StudyModel(cache, config.memory, config.parameters).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = adam(model.parameters(), config.lr, config.weight_decay)
     b, w, n = config.batch, config.window, config.burn_in
     progress: dict[str, Any] = {
         "step": 0,

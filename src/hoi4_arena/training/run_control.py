@@ -1,5 +1,5 @@
-"""What every training command's loop shares with the machine: the device to train on, and Ctrl+C that
-stops after the current step (so the run saves) instead of killing it.
+"""What every training command's loop shares with the machine: the device to train on, the optimizer, and
+Ctrl+C that stops after the current step (so the run saves) instead of killing it.
 
 Try: .venv/bin/python -c "from hoi4_arena.training.run_control import device_of; print(device_of('auto'))"
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Iterable
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,6 +26,17 @@ def device_of(name: str) -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise UserError(f"device {name} asked for, but torch sees no CUDA device here; use --device cpu")
     return torch.device(name)
+
+
+def adam(
+    params: Iterable[torch.nn.Parameter], lr: float, weight_decay: float | None = None
+) -> torch.optim.Optimizer:
+    """AdamW (Adam when `weight_decay` is None) updating all parameters with one batched call per step
+    (`foreach`). Torch picks that only on CUDA; on the CPU its default loops over every tensor, which
+    costs a tiny policy's step 7 of its ~11 ms. The weights are bit-for-bit those of the loop."""
+    if weight_decay is None:
+        return torch.optim.Adam(params, lr=lr, foreach=True)
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
 
 
 @contextmanager

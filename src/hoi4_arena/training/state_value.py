@@ -29,6 +29,7 @@ from torch import nn
 
 from hoi4_arena import __version__
 from hoi4_arena.errors import UserError, existing_file
+from hoi4_arena.training.run_control import adam
 from hoi4_arena.training.value_config import StateValueConfig
 from hoi4_arena.training.value_data import FEATURES, Game, value_games
 from hoi4_arena.training.value_report import by_day_table, report
@@ -148,7 +149,7 @@ def fit_state_value(games: list[Game], config: StateValueConfig) -> tuple[StateV
     net.mean.copy_((x * w[:, None]).sum(0))
     spread = ((x - net.mean) ** 2 * w[:, None]).sum(0).sqrt()
     net.scale.copy_(torch.where(spread > 1e-6, spread, torch.ones_like(spread)))
-    optimizer = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = adam(net.parameters(), config.lr, config.weight_decay)
     net.train()
     for _ in range(config.steps):
         loss = (nn.functional.binary_cross_entropy_with_logits(net(x), y, reduction="none") * w).sum()
