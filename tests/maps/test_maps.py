@@ -6,6 +6,7 @@ import pytest
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps import PRESETS, ArenaMap, generate, load_arena, load_map
 from hoi4_arena.maps.invariants import check_invariants, four_way_corners
+from hoi4_arena.maps.model import raster_geometry
 from hoi4_arena.maps.pieces import count_pieces
 
 
@@ -174,3 +175,39 @@ def test_border_points_follow_the_shared_border() -> None:
     assert {a, b} <= set(window.ravel().tolist())
     far = next(p for p in range(1, 193) if p not in arena.adjacency[a] and p != a)
     assert arena.border_points(a, far).shape == (0, 2)
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int32])
+def test_raster_geometry_is_what_counting_pixel_by_pixel_gives(dtype) -> None:
+    # Ids 0 (water) to 9 on a small raster, with ids past n (8) that must be ignored, not folded in.
+    raster = np.random.default_rng(3).integers(0, 10, size=(23, 37)).astype(dtype)
+    raster[:, :5] = 1  # one big province, so that an id's sums run over many pixels
+    n = 8
+    geo = raster_geometry(raster, n)
+    h, w = raster.shape
+    area, sx, sy = np.zeros(n + 1, int), np.zeros(n + 1), np.zeros(n + 1)
+    lengths, coastal = {}, set()
+    for y in range(h):
+        for x in range(w):
+            i = int(raster[y, x])
+            if i <= n:
+                area[i] += 1
+                sx[i] += x + 0.5
+                sy[i] += y + 0.5
+            for j in [int(raster[y, x + 1])] if x + 1 < w else []:
+                if i != j and i and j and i <= n and j <= n:
+                    lengths[frozenset((i, j))] = lengths.get(frozenset((i, j)), 0) + 1
+                elif i != j and 0 in (i, j) and max(i, j) <= n:
+                    coastal.add(max(i, j))
+            for j in [int(raster[y + 1, x])] if y + 1 < h else []:
+                if i != j and i and j and i <= n and j <= n:
+                    lengths[frozenset((i, j))] = lengths.get(frozenset((i, j)), 0) + 1
+                elif i != j and 0 in (i, j) and max(i, j) <= n:
+                    coastal.add(max(i, j))
+    assert geo["area"].tolist() == area.tolist()
+    present = area > 0
+    assert np.array_equal(geo["centroid"][0][present], sx[present] / area[present])
+    assert np.array_equal(geo["centroid"][1][present], sy[present] / area[present])
+    assert geo["lengths"] == lengths
+    assert {i for i in range(1, n + 1) if geo["coastal"][i]} == coastal
+    assert geo["adjacency"][1] == frozenset(j for pair in lengths if 1 in pair for j in pair if j != 1)
