@@ -101,6 +101,16 @@ def no_pixels(mod: Path) -> None:
     )
 
 
+def colour_out_of_range(mod: Path) -> None:
+    lines = definition_lines(mod)
+    n = int(lines[-1].split(";")[0])
+    write_definition(mod, [*lines, f"{n + 1};256;0;7;land;false;plains;1"])  # 256 would wrap to 0 in a byte
+
+
+def negative_id(mod: Path) -> None:
+    write_definition(mod, [*definition_lines(mod), "-3;1;2;3;land;false;plains;1"])
+
+
 def id_gap(mod: Path) -> None:
     lines = definition_lines(mod)
     n = int(lines[-1].split(";")[0])
@@ -262,6 +272,8 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
     "colour missing from definition.csv": (unknown_colour, "colour_unknown"),
     "definition row without pixels": (no_pixels, "province_no_pixels"),
     "id gap": (id_gap, "id_gap"),
+    "colour channel outside 0..255": (colour_out_of_range, "colour_range"),
+    "negative id": (negative_id, "definition_row"),
     "X crossing": (x_crossing, "x_crossing"),
     "X crossing across the wrap": (x_crossing_at_the_wrap, "x_crossing"),
     "province of 8 pixels or fewer": (tiny_province, "tiny_province"),

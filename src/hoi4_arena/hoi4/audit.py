@@ -158,6 +158,24 @@ class _Audit:
                 continue
             if pid == 0:
                 continue
+            if pid < 0:
+                self.error(
+                    "definition_row",
+                    path,
+                    f"line {number}",
+                    f"province id {pid} is negative",
+                    "number the provinces 1, 2, 3, ...",
+                )
+                continue
+            if not all(0 <= channel <= 255 for channel in (r, g, b)):
+                self.error(
+                    "colour_range",
+                    path,
+                    f"line {number}",
+                    f"province {pid}'s colour {r},{g},{b} has a channel outside 0..255",
+                    "give each of r, g and b a value from 0 to 255, as provinces.bmp holds them",
+                )
+                continue
             if pid in self.definition:
                 self.error(
                     "id_duplicate",
