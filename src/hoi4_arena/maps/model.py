@@ -320,7 +320,8 @@ def raster_geometry(raster: np.ndarray, n: int) -> dict[str, Any]:
 def _counts_along(raster: np.ndarray, stride: int, axis: int) -> np.ndarray:
     """(rows, stride) or (columns, stride): how many pixels of each id (< stride) each row or column of
     the raster holds. One count over the whole raster, with no per-pixel coordinate arrays (the
-    centroids' sums come from these, three times faster than weighting every pixel by its x and y)."""
+    centroids' sums come from these, twice as fast as weighting every pixel by its x and y:
+    bench/map_geometry.py)."""
     offsets = np.arange(raster.shape[axis], dtype=np.int64) * stride
     keys = raster + (offsets[:, None] if axis == 0 else offsets[None, :])
     return np.bincount(keys.ravel(), minlength=raster.shape[axis] * stride).reshape(-1, stride)
