@@ -209,6 +209,11 @@ def test_bad_input_is_refused(tmp_path) -> None:
     save_checkpoint(policy, Policy(PolicyConfig(layout="cpu", **TINY, hidden=16)))
     with pytest.raises(UserError, match="not an IDM checkpoint"):
         load_idm(policy)
+    junk = tmp_path / "junk.pt"
+    for content in (b"junk\n", b"{}", b"\x00not a checkpoint", policy.read_bytes()[:500]):  # text, bytes, cut
+        junk.write_bytes(content)
+        with pytest.raises(UserError, match="cannot read IDM checkpoint"):
+            load_idm(junk)
     with pytest.raises(UserError, match="cnn_clip"):
         config(tmp_path, tmp_path / "o", encoder="cnn_clip")
     with pytest.raises(UserError, match="multiple of 0.2"):

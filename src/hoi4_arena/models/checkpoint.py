@@ -147,6 +147,32 @@ def _differences(stored: dict[str, Any], current: dict[str, Any]) -> str:
     return "; ".join(f"{k}: checkpoint {stored.get(k)!r}, this code {current[k]!r}" for k in keys)
 
 
+UNREADABLE = (
+    RuntimeError,
+    OSError,
+    EOFError,
+    pickle.UnpicklingError,
+    zipfile.BadZipFile,
+    struct.error,
+    KeyError,  # a text file read as a legacy pickle: its first byte taken for an opcode
+    ValueError,
+    IndexError,
+    TypeError,
+)
+"""What `torch.load` raises for a file that is no torch save (junk, text, a truncated copy)."""
+
+
+def read_torch_file(path: Path, what: str) -> Any:
+    """The contents of a torch save a user gave (`weights_only`: no pickled code runs); a file that cannot be
+    read is a UserError naming `what` it should have been. Every loader of the project's .pt files reads
+    through here, so each refuses the same broken files the same way."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except UNREADABLE as error:
+        text = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UserError(f"cannot read {what} {path}: {text}") from None
+
+
 def load_checkpoint(
     path: str | Path, *, layout: str | None = None, device: str | torch.device = "cpu"
 ) -> Checkpoint:
@@ -156,22 +182,7 @@ def load_checkpoint(
     trained on another layout is refused. The policy comes back in eval mode on `device`.
     """
     path = existing_file(path, "checkpoint")
-    try:
-        content = torch.load(path, map_location="cpu", weights_only=True)
-    except (
-        RuntimeError,
-        OSError,
-        EOFError,
-        pickle.UnpicklingError,
-        zipfile.BadZipFile,
-        struct.error,
-        KeyError,  # a text file read as a legacy pickle: its first byte taken for an opcode
-        ValueError,
-        IndexError,
-        TypeError,
-    ) as error:
-        text = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UserError(f"cannot read checkpoint {path}: {text}") from None
+    content = read_torch_file(path, "checkpoint")
     if not isinstance(content, dict) or content.get("format") != FORMAT:
         raise UserError(f"{path} is not a hoi4-arena policy checkpoint (no format {FORMAT!r})")
     if content.get("format_version") != FORMAT_VERSION:

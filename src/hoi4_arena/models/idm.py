@@ -35,8 +35,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-import pickle
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +44,7 @@ from torch import nn
 
 from hoi4_arena.errors import UserError, existing_file
 from hoi4_arena.models.cells import CellMap
-from hoi4_arena.models.checkpoint import git_commit
+from hoi4_arena.models.checkpoint import git_commit, read_torch_file
 from hoi4_arena.models.config import ActionSpace, PointerGrid
 from hoi4_arena.models.detail import DetailReader
 from hoi4_arena.models.encoders import CnnEncoder, TimmTowerEncoder
@@ -261,10 +259,7 @@ def load_idm(
 ) -> IDMCheckpoint:
     """Load an IDM checkpoint, refusing another format, layout or action space (UserError)."""
     path = existing_file(path, "IDM checkpoint")
-    try:
-        content = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, OSError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as error:
-        raise UserError(f"cannot read IDM checkpoint {path}: {str(error).splitlines()[0]}") from None
+    content = read_torch_file(path, "IDM checkpoint")
     if not isinstance(content, dict) or content.get("format") != FORMAT:
         what = "a policy checkpoint" if isinstance(content, dict) and content.get("format") else "not one"
         raise UserError(f"{path} is not an IDM checkpoint ({what}; train one with hoi4-arena train-idm)")

@@ -39,10 +39,7 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
-import struct
 import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +49,7 @@ import torch
 from torch import nn
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.models.checkpoint import read_torch_file
 from hoi4_arena.models.config import ActionSpace, PointerGrid
 from hoi4_arena.models.head import ActionHead, HeadScores
 from hoi4_arena.models.memory_cells import (
@@ -73,19 +71,6 @@ MODEL = "memory.pt"
 REPORT = "report.json"
 CONFIG = "config.json"
 FORMAT = "hoi4-arena-memory-study"
-# What torch.load raises for a file that is not a torch save (checkpoint.py lists the same).
-UNREADABLE = (
-    RuntimeError,
-    OSError,
-    EOFError,
-    ValueError,
-    KeyError,
-    IndexError,
-    TypeError,
-    pickle.UnpicklingError,
-    zipfile.BadZipFile,
-    struct.error,
-)
 # Settings a resumed run may change: they pace the run, not what it computes.
 RESUMABLE = ("save_every", "threads", "device")
 
@@ -430,10 +415,7 @@ def train_memory(
     if resume:
         if not (out / PROGRESS).is_file():
             raise UserError(f"nothing to resume: {out / PROGRESS} does not exist")
-        try:
-            saved = torch.load(out / PROGRESS, map_location="cpu", weights_only=True)
-        except UNREADABLE as error:
-            raise UserError(f"cannot read {out / PROGRESS}: {type(error).__name__} {error}") from None
+        saved = read_torch_file(out / PROGRESS, "train-memory progress file")
         if not isinstance(saved, dict) or saved.get("format") != FORMAT:
             raise UserError(f"{out / PROGRESS} is not a train-memory progress file")
         stored = saved["config"]

@@ -29,6 +29,7 @@ from torch import nn
 
 from hoi4_arena import __version__
 from hoi4_arena.errors import UserError, existing_file
+from hoi4_arena.models.checkpoint import read_torch_file
 from hoi4_arena.training.run_control import adam
 from hoi4_arena.training.value_config import StateValueConfig
 from hoi4_arena.training.value_data import FEATURES, Game, value_games
@@ -92,10 +93,7 @@ def _weights_sha256(net: nn.Module) -> str:
 def load_state_value(path: str | Path) -> StateValueModel:
     """Load `path`, refusing a file of another format or feature list (UserError saying what differs)."""
     path = existing_file(path, "state-value checkpoint")
-    try:
-        content = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # noqa: BLE001 -- any unreadable file is the user's to replace
-        raise UserError(f"cannot read state-value checkpoint {path}: {str(error).splitlines()[0]}") from None
+    content = read_torch_file(path, "state-value checkpoint")
     if not isinstance(content, dict) or content.get("format") != FORMAT:
         what = content.get("format") if isinstance(content, dict) else None
         hint = (
