@@ -65,6 +65,18 @@ def test_a_bad_input_error_is_one_line_however_long_and_narrow(tmp_path) -> None
     assert out.stderr.startswith(f"error: {folder} is not a HOI4 mod")
 
 
+def test_an_output_folder_that_is_a_file_is_a_message_not_a_traceback(tmp_path) -> None:
+    # make-ladder checks nothing of its output folder itself: the command line's own catch says it.
+    taken = tmp_path / "taken"
+    taken.write_text("a file where the output folder should go")
+    out = subprocess.run(
+        [sys.executable, "-m", "hoi4_arena.cli", "make-ladder", str(taken)], capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: File exists: ") and str(taken) in out.stderr
+    assert taken.read_text() == "a file where the output folder should go"
+
+
 def test_unknown_command_fails_with_usage() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "hoi4_arena.cli", "no-such-command"], capture_output=True, text=True

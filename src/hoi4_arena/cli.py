@@ -1137,18 +1137,29 @@ def app_for(args: list[str]) -> typer.Typer:
 
 
 def main() -> None:
-    """Entry point: run the app, turning `UserError` into a message and exit status 2."""
+    """Entry point: run the app, turning `UserError` (and a path of the wrong kind or not writable) into a
+    message and exit status 2."""
     keep_freed_memory()  # large arrays reuse touched pages, in this process only (allocator.py)
     args = with_optional_values(sys.argv[1:])
     try:
         app_for(args)(args=args)
     except UserError as error:
-        from hoi4_arena.terminal import stderr
+        _refuse(str(error), error.exit_code)
+    except (FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError) as error:
+        # A path given to the command, or one below it, is of the wrong kind (an output folder that is a
+        # file) or not this user's to write: bad input like any other, whichever command met it first.
+        where = f": {error.filename}" if error.filename else ""
+        _refuse(f"{error.strerror or type(error).__name__}{where}", UserError.exit_code)
 
-        # One line whatever the path's length: a log or a script reading stderr gets the whole message
-        # unbroken (the terminal wraps it for the eye).
-        stderr.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
-        sys.exit(error.exit_code)
+
+def _refuse(message: str, code: int) -> None:
+    """Print `message` as the command's one error line on stderr and exit with status `code`."""
+    from hoi4_arena.terminal import stderr
+
+    # One line whatever the path's length: a log or a script reading stderr gets the whole message
+    # unbroken (the terminal wraps it for the eye).
+    stderr.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

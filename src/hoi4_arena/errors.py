@@ -2,7 +2,9 @@
 
 Raise `UserError("what is wrong; what to do")` anywhere below a command. `hoi4_arena.cli.main` catches
 it, prints the message to stderr and exits with status 2 (1 is kept for a failed run that did its work
-and wrote its evidence).
+and wrote its evidence). A path of the wrong kind or one the user may not write (FileExistsError,
+IsADirectoryError, NotADirectoryError, PermissionError) that no check met first gets the same treatment
+there, with the system's own words.
 """
 
 from __future__ import annotations
