@@ -6,9 +6,12 @@ rasters of 3.6 million pixels, built and dropped many times) and fresh arena map
 process's own, so each measurement is a fresh child process, the two settings taking turns (default,
 kept, default, kept, ...): the same work, in one run of this script. Each child times only the work
 (its imports and start-up excluded): wall seconds, CPU seconds in user and kernel mode (getrusage) and
-page faults. It prints the median of each setting and the ratios default / kept.
+page faults. It prints the median of each setting and the ratios default / kept. `--thread` does the
+work in a thread of its own, as the video encoder, a capture or a Ray task allocates (glibc gives such a
+thread an arena of its own unless `keep_freed_memory` has them share one).
 
 Try: .venv/bin/python bench/allocator.py --rounds 3
+     .venv/bin/python bench/allocator.py --rounds 3 --thread
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -39,7 +43,7 @@ def work(presets: list[str], seeds: int) -> None:
         generate(presets[0], 100 + seed)
 
 
-def child(mode: str, presets: list[str], seeds: int) -> dict[str, float]:
+def child(mode: str, presets: list[str], seeds: int, in_thread: bool) -> dict[str, float]:
     if mode == "kept":
         from hoi4_arena.allocator import keep_freed_memory
 
@@ -47,7 +51,12 @@ def child(mode: str, presets: list[str], seeds: int) -> dict[str, float]:
     import hoi4_arena.hoi4.export  # noqa: F401 -- imports outside the timed part
 
     before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    work(presets, seeds)
+    if in_thread:
+        thread = threading.Thread(target=work, args=(presets, seeds))
+        thread.start()
+        thread.join()
+    else:
+        work(presets, seeds)
     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF)
     return {
         "wall_s": wall,
@@ -64,11 +73,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="children of each setting")
     parser.add_argument("--presets", default="plains,salient", help="mods written and audited")
     parser.add_argument("--seeds", type=int, default=2, help="fresh maps generated after the mods")
+    parser.add_argument("--thread", action="store_true", help="do the work in a thread of its own")
     parser.add_argument("--child", choices=("default", "kept"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     presets = args.presets.split(",")
     if args.child:
-        print(json.dumps(child(args.child, presets, args.seeds)))
+        print(json.dumps(child(args.child, presets, args.seeds, args.thread)))
         return
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -84,6 +94,7 @@ def main() -> None:
                 args.presets,
                 "--seeds",
                 str(args.seeds),
+                *(["--thread"] if args.thread else []),
             ]
             done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
             runs[mode].append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -94,7 +105,12 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "work": {"presets": presets, "maps": args.seeds, "rounds": args.rounds},
+                "work": {
+                    "presets": presets,
+                    "maps": args.seeds,
+                    "rounds": args.rounds,
+                    "thread": args.thread,
+                },
                 "load_average": os.getloadavg(),
                 "median": medians,
                 "ratio_default_over_kept": ratios,

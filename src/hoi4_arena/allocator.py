@@ -8,8 +8,13 @@ the top of its heap past a threshold, so a loop that builds and drops large arra
 
 `keep_freed_memory()` raises both limits in this process (`mallopt`): blocks up to 32 MiB (glibc's
 largest mmap threshold) come from the heap, and up to 512 MiB of freed heap stays mapped for the next
-allocation. With `children=True` it also sets the same limits in the environment
-(`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`), so the processes this one starts start with them
+allocation. It also gives every thread the one heap (one arena): glibc gives each thread that allocates
+an arena of its own, and those hand freed memory back to the kernel whatever the trim limit says, so
+the video encoder's, a capture's or a Ray task's thread touched fresh pages every time (a thread that
+built and dropped arrays took 80,000 page faults a round where the main thread took none). A thread
+that allocated before the call keeps its own arena, so it is called first thing. With `children=True`
+it also sets the same limits in the environment (`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`,
+`MALLOC_ARENA_MAX`), so the processes this one starts start with them
 (the test suite does this); the commands keep it to their own process, so a game or program they start
 keeps its own malloc settings. A limit the environment already sets is left as the user set it. It does
 nothing where the C library has no `mallopt` (not glibc).
@@ -31,11 +36,16 @@ MMAP_THRESHOLD = 32 * 1024 * 1024
 TRIM_THRESHOLD = 512 * 1024 * 1024
 """Freed memory at the top of the heap kept mapped, in bytes."""
 
+ARENAS = 1
+"""Arenas (heaps) the threads of a process share: one, so the two limits hold in every thread."""
+
 _M_TRIM_THRESHOLD = -1  # glibc's malloc.h
 _M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
 LIMITS = {
     "MALLOC_MMAP_THRESHOLD_": (_M_MMAP_THRESHOLD, MMAP_THRESHOLD),
     "MALLOC_TRIM_THRESHOLD_": (_M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+    "MALLOC_ARENA_MAX": (_M_ARENA_MAX, ARENAS),
 }
 
 
@@ -53,6 +63,12 @@ def keep_freed_memory(children: bool = False) -> dict[str, int]:
         if libc is not None and libc.mallopt(param, value) == 1:
             done[name] = value
     return done
+
+
+def environment() -> dict[str, str]:
+    """The variables that start a process with the limits (the user's own settings where they are set),
+    for processes started by others on this one's behalf: Ray's workers (`cluster/ray_games.py`)."""
+    return {name: os.environ.get(name, str(value)) for name, (_, value) in LIMITS.items()}
 
 
 def _libc() -> ctypes.CDLL | None:

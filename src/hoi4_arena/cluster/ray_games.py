@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena import allocator
 from hoi4_arena.errors import UserError
 from hoi4_arena.play.runner import GamePlan, Run, play_planned
 from hoi4_arena.scratch import scratch_folder
@@ -143,7 +144,13 @@ class RayGames:
         ray = _import_ray()
         owned = False
         if not ray.is_initialized():
-            options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+            # The run's workers start with this process's malloc limits (allocator.py): a task plays
+            # its game in a thread of Ray's, which without them touches fresh pages for every frame.
+            options: dict[str, Any] = {
+                "log_to_driver": False,
+                "logging_level": logging.WARNING,
+                "runtime_env": {"env_vars": allocator.environment()},
+            }
             try:
                 if address == LOCAL:
                     ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **options)

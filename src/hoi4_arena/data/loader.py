@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from hoi4_arena.allocator import keep_freed_memory
 from hoi4_arena.data.decode import DecodeSettings, decode_session
 from hoi4_arena.data.shuffle import WindowRef, WorkerPlan, epoch_plan, ordered_plan
 from hoi4_arena.data.sources import SessionSource
@@ -204,6 +205,7 @@ def run_plan(
 def _worker_main(settings: DataSettings, tasks: Any, results: Any) -> None:
     """A worker process: carry out each task's plan, putting its items on `results`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the training thread decides how to stop
+    keep_freed_memory()  # frames and windows are built and dropped all the time (allocator.py)
     for task in iter(tasks.get, None):
         task_id, sessions, plan, start = task
         try:

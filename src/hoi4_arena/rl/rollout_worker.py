@@ -31,6 +31,7 @@ import tempfile
 import traceback
 from typing import Any
 
+from hoi4_arena.allocator import keep_freed_memory
 from hoi4_arena.processes import worker_context
 from hoi4_arena.rl.rollout_game import RolloutGame, RolloutSettings, Step
 from hoi4_arena.scratch import make_scratch
@@ -44,6 +45,7 @@ class WorkerDied(RuntimeError):
 
 def _serve(connection: Any, settings: RolloutSettings, scratch: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep_freed_memory()  # every game step draws and drops frames (allocator.py)
     tempfile.tempdir = scratch  # the games' temporary folders, inside one the learner removes
     games: dict[int, RolloutGame] = {}
     handler = _Handler(settings, games)
