@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
-from Xlib import XK, X
+from Xlib import XK, X, error
 from Xlib.display import Display
 from Xlib.ext import xtest
 
@@ -246,13 +246,17 @@ class SimWindow:
         self.window = self.conn.create_resource_object("window", self.worker.window.id)
 
     def focus(self) -> None:
-        # There is no window manager on Xvfb: give the window the keyboard as one would have it.
-        self.window.set_input_focus(X.RevertToParent, X.CurrentTime)
-        self.conn.sync()
-        deadline = time.monotonic() + 5
-        while not self.worker.focus():
+        # There is no window manager on Xvfb: give the window the keyboard as one would have it. The
+        # request is made again until the focus shows: one made before the window is viewable is refused
+        # (and on a starved machine the window can map seconds after it first answers).
+        deadline = time.monotonic() + 30
+        while True:
+            self.window.set_input_focus(X.RevertToParent, X.CurrentTime, onerror=error.CatchError())
+            self.conn.sync()
+            if self.worker.focus():
+                return
             assert time.monotonic() < deadline, "the window never got the focus"
-            time.sleep(0.02)
+            time.sleep(0.05)
 
     def point(self, x: int, y: int) -> None:
         left, top = self.worker.client_rect[:2]
