@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import save_file
@@ -104,12 +105,15 @@ def test_the_real_qwen_tower_loads_its_weights(tmp_path: Path) -> None:
 
     # timm's own model gives the file's names and shapes (on the meta device: its initialisation would
     # cost a second 100M-parameter tower); every value is a seeded draw, so a misplaced tensor shows.
+    # numpy draws them (torch's generator took 6 s for the 88 million), and the encoder's tower is left
+    # uninitialised (`to_empty`): loading must set every tensor of it, and the comparison sees all.
     layout = timm.create_model(TOWER, pretrained=False, device="meta").state_dict()
-    draws = torch.Generator().manual_seed(1)
-    reference = {k: torch.rand(v.shape, generator=draws) for k, v in layout.items()}
+    draws = np.random.default_rng(1)
+    reference = {k: torch.from_numpy(draws.random(v.shape, dtype=np.float32)) for k, v in layout.items()}
     path = tmp_path / "qwen.safetensors"
     save_file(reference, str(path))
-    encoder = TimmTowerEncoder(TOWER, (320, 576), 16, 8, 0)
+    encoder = TimmTowerEncoder(TOWER, (320, 576), 16, 8, 0, tower_kwargs={"device": "meta"})
+    encoder.tower.to_empty(device="cpu")
     encoder.load_weights(path)
     loaded = encoder.tower.state_dict()
     assert all(torch.equal(loaded[k], reference[k]) for k in loaded)
