@@ -308,6 +308,26 @@ def test_a_missing_ray_is_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
         RayGames.connect("local")
 
 
+def test_a_ray_the_run_starts_gives_its_workers_the_malloc_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray's workers play each game in a thread of Ray's: without the shared arena (allocator.py) the
+    thread handed its freed pages back and the kernel zeroed fresh ones for every frame."""
+    from hoi4_arena import allocator
+    from hoi4_arena.cluster.ray_games import RayGames
+
+    asked = {}
+
+    def init(**options) -> None:
+        asked.update(options)
+        raise ConnectionError("no Ray started in this test")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    with pytest.raises(UserError, match="could not join a Ray cluster"):
+        RayGames.connect("local")
+    assert asked["runtime_env"] == {"env_vars": allocator.environment()}
+    assert asked["runtime_env"]["env_vars"]["MALLOC_ARENA_MAX"] == "1"
+
+
 def test_an_unreachable_address_is_one_message_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "run"
     command = [sys.executable, "-m", "hoi4_arena.cli", "record-ai", str(out), "--games", "1"]
