@@ -373,7 +373,73 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for key in keys[1:]:
             parent[find(key)] = find(keys[0])
         keys_of[id(item)] = keys
+    waiting = {find(keys[0]) for item in items if (keys := keys_of.get(id(item))) and _waits(item)}
     for item in items:
         keys = keys_of.get(id(item))
         if keys:
-            item.add_marker(pytest.mark.xdist_group(find(keys[0])))
+            group = find(keys[0])
+            item.add_marker(pytest.mark.xdist_group(WAITS + group if group in waiting else group))
+
+
+# --- the waiting lane ----------------------------------------------------------------------------------
+# Some tests mostly wait: on real-time windows and timed X11 input, on Ray's processes, on stations over
+# the network. With one worker a core, a core sits idle while they wait. So where it can (as root, which
+# may raise a process's priority again), `make test` starts one worker more than there are cores, and
+# gives the last one the waiting tests first (their groups are named "waits:..."): those tests run at
+# normal priority, every other test at nice 10, so the waiting tests get a core the moment they need
+# one (as with a worker a core) and the computing tests fill the time they wait. Each worker takes the
+# other lane's work when its own runs out.
+WAITS = "waits:"
+NICE = 10
+
+
+def _waits(item: pytest.Item) -> bool:
+    """Whether a test mostly waits (a real X server's windows, a cluster's processes or peers)."""
+    relative = item.path.relative_to(item.config.rootpath).as_posix()
+    return bool(item.get_closest_marker("x11")) or relative.startswith("tests/cluster/")
+
+
+def _lanes_possible() -> bool:
+    return sys.platform == "linux" and os.geteuid() == 0
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: a worker a core, and one for the waiting lane where a test may renice itself back."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own reading of it
+    cores = len(os.sched_getaffinity(0))
+    return cores + 1 if _lanes_possible() else cores
+
+
+def pytest_configure_node(node) -> None:
+    """Tell each worker whether the lanes are on (more workers than cores)."""
+    workers = node.config.getoption("numprocesses") or 0
+    node.workerinput["waiting_lane"] = _lanes_possible() and workers > len(os.sched_getaffinity(0))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if getattr(item.config, "workerinput", {}).get("waiting_lane"):
+        # Per thread on Linux: this test's main thread, and the threads and processes it starts.
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if _waits(item) else NICE)
+    return (yield)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """--dist loadgroup, with the last worker taking the "waits:" groups first when the lanes are on."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class WaitingLane(LoadGroupScheduling):
+        def _assign_work_unit(self, node) -> None:
+            nodes = sorted(self.nodes, key=lambda n: int(n.gateway.id.removeprefix("gw")))
+            if len(nodes) > len(os.sched_getaffinity(0)) and _lanes_possible():
+                wants_waiting = node is nodes[-1]
+                for scope in self.workqueue:
+                    if scope.startswith(WAITS) == wants_waiting:
+                        self.workqueue.move_to_end(scope, last=False)
+                        break
+            super()._assign_work_unit(node)
+
+    return WaitingLane(config, log)
