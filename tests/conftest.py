@@ -17,6 +17,7 @@ Every server is stopped by its PID at teardown.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -383,8 +384,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # --- the waiting lane ----------------------------------------------------------------------------------
 # Some tests mostly wait: on real-time windows and timed X11 input, on Ray's processes, on stations over
-# the network. With one worker a core, a core sits idle while they wait. So where it can (as root, which
-# may raise a process's priority again), `make test` starts one worker more than there are cores, and
+# the network. With one worker a core, a core sits idle while they wait. So where it can (root with CAP_SYS_NICE,
+# which may raise a process's priority again), `make test` starts one worker more than there are cores, and
 # gives the last one the waiting tests first (their groups are named "waits:..."): those tests run at
 # normal priority, every other test at nice 10, so the waiting tests get a core the moment they need
 # one (as with a worker a core) and the computing tests fill the time they wait. Each worker takes the
@@ -399,8 +400,21 @@ def _waits(item: pytest.Item) -> bool:
     return bool(item.get_closest_marker("x11")) or relative.startswith("tests/cluster/")
 
 
+@functools.cache
 def _lanes_possible() -> bool:
-    return sys.platform == "linux" and os.geteuid() == 0
+    """Whether a process here may go back from nice 10 to 0: root with CAP_SYS_NICE (a container may
+    drop it) or a nice limit that allows it; tried in a child process."""
+    if sys.platform != "linux":
+        return False
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, NICE)
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+        except OSError:
+            os._exit(1)
+        os._exit(0)
+    return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
