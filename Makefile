@@ -8,9 +8,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= demo
 PYTEST_ARGS ?=
-# Parallel test workers (pytest-xdist); the X11 tests of one module stay in one worker (loadgroup). As root,
-# auto is a worker a core plus one for the tests that wait, which run at normal priority and the rest at
-# nice 10 (tests/conftest.py, the README's Tests section).
+# Parallel test workers (pytest-xdist); the X11 tests of one module stay in one worker (loadgroup). With
+# CAP_SYS_NICE (root here), auto is a worker a core plus one for the tests that wait, which run at normal
+# priority and the rest at nice 10 (tests/conftest.py, the README's Tests section).
 PYTEST_WORKERS ?= auto
 
 .PHONY: demo test lint install install-dev system-packages clean

@@ -384,8 +384,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # --- the waiting lane ----------------------------------------------------------------------------------
 # Some tests mostly wait: on real-time windows and timed X11 input, on Ray's processes, on stations over
-# the network. With one worker a core, a core sits idle while they wait. So where it can (root with CAP_SYS_NICE,
-# which may raise a process's priority again), `make test` starts one worker more than there are cores, and
+# the network. With one worker a core, a core sits idle while they wait. So where a process may raise its
+# priority again (root with CAP_SYS_NICE), `make test` starts one worker more than there are cores and
 # gives the last one the waiting tests first (their groups are named "waits:..."): those tests run at
 # normal priority, every other test at nice 10, so the waiting tests get a core the moment they need
 # one (as with a worker a core) and the computing tests fill the time they wait. Each worker takes the
@@ -401,7 +401,7 @@ def _waits(item: pytest.Item) -> bool:
 
 
 @functools.cache
-def _lanes_possible() -> bool:
+def _renice_possible() -> bool:
     """Whether a process here may go back from nice 10 to 0: root with CAP_SYS_NICE (a container may
     drop it) or a nice limit that allows it; tried in a child process."""
     if sys.platform != "linux":
@@ -417,25 +417,31 @@ def _lanes_possible() -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
 
 
+def _lanes_on(workers: int) -> bool:
+    """The lanes are on with more workers than cores, where a test may renice itself back."""
+    return workers > len(os.sched_getaffinity(0)) and _renice_possible()
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto`: a worker a core, and one for the waiting lane where a test may renice itself back."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own reading of it
     cores = len(os.sched_getaffinity(0))
-    return cores + 1 if _lanes_possible() else cores
+    return cores + 1 if _renice_possible() else cores
 
 
 def pytest_configure_node(node) -> None:
-    """Tell each worker whether the lanes are on (more workers than cores)."""
-    workers = node.config.getoption("numprocesses") or 0
-    node.workerinput["waiting_lane"] = _lanes_possible() and workers > len(os.sched_getaffinity(0))
+    node.workerinput["waiting_lane"] = _lanes_on(node.config.getoption("numprocesses") or 0)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     if getattr(item.config, "workerinput", {}).get("waiting_lane"):
+        group = item.get_closest_marker("xdist_group")
+        name = group.kwargs.get("name", group.args[0] if group.args else "") if group else ""
+        waiting = str(name).startswith(WAITS)
         # Per thread on Linux: this test's main thread, and the threads and processes it starts.
-        os.setpriority(os.PRIO_PROCESS, 0, 0 if _waits(item) else NICE)
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if waiting else NICE)
     return (yield)
 
 
@@ -447,11 +453,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     class WaitingLane(LoadGroupScheduling):
         def _assign_work_unit(self, node) -> None:
-            nodes = sorted(self.nodes, key=lambda n: int(n.gateway.id.removeprefix("gw")))
-            if len(nodes) > len(os.sched_getaffinity(0)) and _lanes_possible():
-                wants_waiting = node is nodes[-1]
+            if _lanes_on(len(self.nodes)):
+                last = max(self.nodes, key=lambda n: int(n.gateway.id.removeprefix("gw")))
                 for scope in self.workqueue:
-                    if scope.startswith(WAITS) == wants_waiting:
+                    if scope.startswith(WAITS) == (node is last):
                         self.workqueue.move_to_end(scope, last=False)
                         break
             super()._assign_work_unit(node)

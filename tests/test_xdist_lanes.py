@@ -1,5 +1,6 @@
-"""The suite's own plumbing: under `make test` with CAP_SYS_NICE (root here), the tests that wait (X11 windows, clusters) form
-the waiting lane's groups and run at normal priority; every other test runs at nice 10 (tests/conftest.py)."""
+"""The suite's own plumbing: under `make test` with CAP_SYS_NICE (root here), the tests that wait (X11
+windows, clusters) form the waiting lane's groups and run at normal priority; every other test runs at
+nice 10 (tests/conftest.py)."""
 
 import os
 
