@@ -152,6 +152,26 @@ def evaluate_command(config: EvaluateConfig) -> None:
         raise typer.Exit(130)
 
 
+@app.command("benchmark", rich_help_panel="Play and evaluate")
+@from_config(
+    "hoi4_arena.play.benchmark:BenchmarkConfig",  # read from its source: the module imports the game
+    arguments=("players", "out"),
+    skip=("progress",),
+)
+def benchmark_command(config: Any) -> None:
+    """Players on the held-out suites (presets, river; 80 games each): a leaderboard and every pair compared."""
+    from hoi4_arena.evaluation.benchmark import leaderboard, strict
+    from hoi4_arena.play.benchmark import play_benchmark
+    from hoi4_arena.terminal import print_json, stderr
+
+    played = play_benchmark(config)
+    board = leaderboard(config.out, config.suites, config.pairs, config.settings())
+    stderr.print((config.out / "leaderboard.md").read_text(), highlight=False, soft_wrap=True)
+    print_json(strict({**board, **played, "out": str(config.out)}))
+    if played["interrupted"]:
+        raise typer.Exit(130)
+
+
 from hoi4_arena.play.pair_config import CollectPairConfig  # noqa: E402 -- numpy-free until it runs
 
 

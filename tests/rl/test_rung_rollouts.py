@@ -4,6 +4,7 @@ per game, the slot's side where the ladder has it; a running save's match is not
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,8 @@ from hoi4_arena.screen.worker import CaptureRequest
 def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ladder")
     make_ladder(
-        LadderConfig(out=out, arena="river", seeds=1, first_seed=3, sides="BLU,RED", max_decisions=1500)
+        # plains, not river: train-ppo refuses the benchmark's maps (maps/held_out.py).
+        LadderConfig(out=out, arena="plains", seeds=1, first_seed=3, sides="BLU,RED", max_decisions=1500)
     )
     return out
 
@@ -29,7 +31,7 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_schedule_draws_rung_saves_keeping_each_slots_side(ladder: Path) -> None:
     starts = rung_starts(str(ladder), "S3,S2")
     assert {s.rung for s in starts} == {"S3", "S2"} and {s.side for s in starts} == {"BLU", "RED"}
-    assert all(s.running and Path(s.path).is_file() and s.spec == "river:3" for s in starts), starts
+    assert all(s.running and Path(s.path).is_file() and s.spec == "plains:3" for s in starts), starts
     assert not any(s.running for s in rung_starts(str(ladder), "S0"))  # S0: the match is yet to start
     schedule = Schedule(games=4, seed=7, saves=starts)
     plans = [schedule.plan(slot, number) for slot in range(4) for number in range(6)]
@@ -74,3 +76,19 @@ def test_ladder_options_are_checked(ladder: Path, tmp_path: Path) -> None:
         PPOConfig(out=str(tmp_path / "a"), ladder=str(tmp_path))
     with pytest.raises(UserError, match="--rungs"):
         PPOConfig(out=str(tmp_path / "a"), ladder=str(ladder), rungs="S9")
+
+
+@pytest.mark.parametrize(("preset", "map_seed"), [("river", 3), ("plains", 1000)])
+def test_a_ladder_on_the_benchmarks_maps_is_refused(
+    ladder: Path, tmp_path: Path, preset: str, map_seed: int
+) -> None:
+    held_out = tmp_path / "ladder"
+    shutil.copytree(ladder, held_out)
+    text = (held_out / "ladder.json").read_text()
+    (held_out / "ladder.json").write_text(
+        text.replace('"preset": "plains"', f'"preset": "{preset}"').replace(
+            '"map_seed": 3', f'"map_seed": {map_seed}'
+        )
+    )
+    with pytest.raises(UserError, match=f"{preset}:{map_seed} is on the benchmark's maps"):
+        PPOConfig(out=str(tmp_path / "a"), ladder=str(held_out))

@@ -318,7 +318,15 @@ class _PlayRun:
             side=plan.side,
             after_winner_s=0.0,
             realtime=config.game == "x11",
-            extra={"play": {**self.identity, "game": plan.index, "seed": plan.seed, "run": self.run_id}},
+            extra={
+                "play": {
+                    **self.identity,
+                    "game": plan.index,
+                    "seed": plan.seed,
+                    "map": plan.spec,  # the ARENA log names only the preset; training's guard needs the seed
+                    "run": self.run_id,
+                }
+            },
         )
 
     def row(self, plan: GamePlan, record: GameRecord) -> GameResult:

@@ -98,6 +98,8 @@ class RecordAIConfig:
     and 1920x1080."""
     codec: str = "x264"
     """Session video: x264 (CRF 18, 4:4:4) or ffv1 (lossless)."""
+    record: bool = True
+    """Record each game as a session; --no-record plays the games for their results rows only."""
     hz: int = 5
     """Frames a second recorded: 5 (one per decision) or a multiple of it."""
     max_days: int = 365
@@ -234,6 +236,7 @@ class RecordAIConfig:
             "ray_games",
             "peer",
             "peers",
+            "record",
         ):
             data.pop(key)
         data["size"] = [self.size[1], self.size[0]]
@@ -392,6 +395,8 @@ class _RecordRun:
         from hoi4_arena.sessions.recorder import RecorderSettings
 
         config = self.config
+        if not config.record:
+            return None
         return RecorderSettings(
             hz=float(config.hz),
             game_speed=plan.speed,

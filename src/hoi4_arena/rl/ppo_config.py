@@ -258,6 +258,7 @@ class PPOConfig:
         low_s, high_s = self.ai_strength
         if not 0 <= low_s <= high_s <= 1:
             raise UserError(f"--ai-strength must be LOW-HIGH within 0..1, not {low_s}-{high_s}")
+        from hoi4_arena.maps.held_out import refuse_suite_maps
         from hoi4_arena.maps.presets import PRESETS
 
         unknown = [a for a in self.arena if a.partition(":")[0] not in PRESETS or not _seed_ok(a)]
@@ -265,6 +266,7 @@ class PPOConfig:
             raise UserError(
                 f"--arena takes presets ({', '.join(PRESETS)}) or preset:seed, not {', '.join(unknown) or 'nothing'}"
             )
+        refuse_suite_maps(self.arena, "--arena", self.map_seeds)
         from hoi4_arena.play.runner import check_size
 
         check_size(self.size)
@@ -275,7 +277,9 @@ class PPOConfig:
                 )
             from hoi4_arena.rl.rollout import rung_starts
 
-            rung_starts(self.ladder, self.rungs)  # a folder that is no ladder, or rungs it lacks: refused now
+            # A folder that is no ladder, or rungs it lacks: refused now; so is a save on the benchmark's maps.
+            starts = rung_starts(self.ladder, self.rungs)
+            refuse_suite_maps((start.spec for start in starts), f"--ladder {self.ladder} has a rung save on")
         elif self.rungs != "all":
             raise UserError("--rungs chooses the rung saves of --ladder: give --ladder too")
         if any(name == "scripted" for name, _ in self.opponents):

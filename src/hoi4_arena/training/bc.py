@@ -60,9 +60,11 @@ from hoi4_arena.data.loader import Batch, DataPosition, DataSettings, WindowLoad
 from hoi4_arena.data.shuffle import sample_refs
 from hoi4_arena.data.sources import IDM_SOURCE, DataSet, SessionSource, find_sessions
 from hoi4_arena.errors import UserError
+from hoi4_arena.maps.held_out import refuse_suite_maps, session_map
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
 from hoi4_arena.models.policy import Observation, Policy, PolicyOutput, PolicyState
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
+from hoi4_arena.sessions.format import load_manifest
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.advantage import AdvantageWeights
 from hoi4_arena.training.bc_config import BCConfig
@@ -328,6 +330,9 @@ def train_bc(
 
     # --- data ---
     data: DataSet = find_sessions(config.data, config.sources, config.layout, rung=config.rung)
+    for found in data.train + data.val:  # the benchmark's maps are for evaluation only
+        manifest = load_manifest(found.path)
+        refuse_suite_maps([session_map(manifest.arena, manifest.extra)], f"session {found.path} plays")
     if saved is not None and saved.extra["data"]["train"] != data.describe()["train"]:
         raise UserError(
             f"the training sessions under {config.data} changed since this run started "
