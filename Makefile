@@ -41,6 +41,7 @@ demo: install
 lint: install-dev
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/lint-imports --no-cache  # the import contracts of .importlinter: imports only go down, no cycles
 
 # pytest's status 5 means it collected no tests: that is a failure here, not a pass.
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): every test worker

@@ -92,6 +92,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "pattern_app(**options): the module's target window (PatternApp options)"
     )
     config.addinivalue_line("markers", "x11_worker(**options): the module's X11Worker keyword arguments")
+    config.addinivalue_line(
+        "markers", "waits: a test that mostly waits (a browser, a server): the waiting lane"
+    )
 
 
 @pytest.fixture
@@ -395,9 +398,10 @@ NICE = 10
 
 
 def _waits(item: pytest.Item) -> bool:
-    """Whether a test mostly waits (a real X server's windows, a cluster's processes or peers)."""
+    """Whether a test mostly waits (a real X server's windows, a cluster's processes or peers, a browser)."""
     relative = item.path.relative_to(item.config.rootpath).as_posix()
-    return bool(item.get_closest_marker("x11")) or relative.startswith("tests/cluster/")
+    marked = item.get_closest_marker("x11") or item.get_closest_marker("waits")
+    return bool(marked) or relative.startswith("tests/cluster/")
 
 
 @functools.cache

@@ -67,7 +67,7 @@ def keep_freed_memory(children: bool = False) -> dict[str, int]:
 
 def environment() -> dict[str, str]:
     """The variables that start a process with the limits (the user's own settings where they are set),
-    for processes started by others on this one's behalf: Ray's workers (`cluster/ray_games.py`)."""
+    for processes started by others on this one's behalf: Ray's workers (`play/ray_games.py`)."""
     return {name: os.environ.get(name, str(value)) for name, (_, value) in LIMITS.items()}
 
 

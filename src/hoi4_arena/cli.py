@@ -359,7 +359,7 @@ def probe_peer_command(config: ProbePeerConfig) -> None:
 def cluster_command(config: ClusterConfig) -> None:
     """The Ray cluster that --ray runs on: `cluster status` lists its nodes, stations and busy CPUs;
     `cluster drain NAME` lets a station finish its games and take no new ones; `cluster undrain NAME`."""
-    from hoi4_arena.cluster.ray_games import cluster_status, drain_station
+    from hoi4_arena.play.ray_games import cluster_status, drain_station
     from hoi4_arena.terminal import print_json
 
     if config.action == "status":
@@ -377,7 +377,7 @@ from hoi4_arena.cluster.watch_config import LiveConfig, TelemetryConfig  # noqa:
 @from_config(TelemetryConfig, options=_WORKER_OPTIONS)
 def telemetry_command(config: TelemetryConfig) -> None:
     """CPU, memory, disk, network and GPU of the game's machine, game and worker; JSON, or --watch."""
-    from hoi4_arena.cluster.telemetry import run_telemetry
+    from hoi4_arena.cluster.watch import run_telemetry
 
     run_telemetry(config)
 
@@ -386,7 +386,7 @@ def telemetry_command(config: TelemetryConfig) -> None:
 @from_config(LiveConfig, options=_WORKER_OPTIONS)
 def live_command(config: LiveConfig) -> None:
     """A web page of the game as its worker sees it, its ARENA state, tokens and telemetry (watch only)."""
-    from hoi4_arena.cluster.live import run_live
+    from hoi4_arena.play.live import run_live
     from hoi4_arena.terminal import print_json
 
     result = run_live(config)
@@ -764,8 +764,9 @@ def import_video_command(config: ImportVideoConfig) -> None:
 def pointer_command(config: PointerConfig) -> None:
     """Save the game's cursor sprite and hotspot as a pointer template (import-video --pointers)."""
     from hoi4_arena.screen.layout import ViewLayout
-    from hoi4_arena.screen.pointer_templates import save_pointer, save_session_pointer
+    from hoi4_arena.screen.pointer_templates import save_pointer
     from hoi4_arena.screen.probe import open_worker
+    from hoi4_arena.sessions.session_pointer import save_session_pointer
     from hoi4_arena.terminal import print_json
 
     if config.from_session is not None:

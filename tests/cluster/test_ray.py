@@ -1,4 +1,4 @@
-"""--ray on record-ai, evaluate and collect-pair (`cluster/ray_games.py`): the same rows and sessions as the
+"""--ray on record-ai, evaluate and collect-pair (`play/ray_games.py`): the same rows and sessions as the
 local loop, a game whose worker was killed kept invalid while the run goes on, resume, and the messages
 for a missing Ray or an address nobody answers at. One local Ray instance (2 CPUs) serves the module."""
 
@@ -290,7 +290,7 @@ def test_train_ppo_on_ray_learns_what_it_learns_with_local_processes(tmp_path: P
 
 
 def test_cluster_status_lists_the_nodes_and_their_cpus(cluster: str) -> None:
-    from hoi4_arena.cluster.ray_games import cluster_status
+    from hoi4_arena.play.ray_games import cluster_status
 
     status = cluster_status(cluster)
     (node,) = status["nodes"]
@@ -301,7 +301,7 @@ def test_cluster_status_lists_the_nodes_and_their_cpus(cluster: str) -> None:
 
 
 def test_a_missing_ray_is_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hoi4_arena.cluster.ray_games import RayGames
+    from hoi4_arena.play.ray_games import RayGames
 
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as when it is not installed
     with pytest.raises(UserError, match=r"not installed: pip install 'hoi4-arena\[cluster\]'"):
@@ -312,7 +312,7 @@ def test_a_ray_the_run_starts_gives_its_workers_the_malloc_limits(monkeypatch: p
     """Ray's workers play each game in a thread of Ray's: without the shared arena (allocator.py) the
     thread handed its freed pages back and the kernel zeroed fresh ones for every frame."""
     from hoi4_arena import allocator
-    from hoi4_arena.cluster.ray_games import RayGames
+    from hoi4_arena.play.ray_games import RayGames
 
     asked = {}
 

@@ -1,4 +1,4 @@
-"""Stations on Ray (`cluster/ray_games.py`'s placement, `cluster/drain.py`): window games play only on a
+"""Stations on Ray (`play/ray_games.py`'s placement, `cluster/drain.py`): window games play only on a
 node with the `hoi4_station` resource, headless games anywhere but on a drained node; `cluster drain`
 lets the station's running game finish and gives it no new one; `cluster status` shows it drained.
 
@@ -23,7 +23,7 @@ from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
 
-from hoi4_arena.cluster.ray_games import STATION, cluster_status, drain_station  # noqa: E402
+from hoi4_arena.play.ray_games import STATION, cluster_status, drain_station  # noqa: E402
 
 
 @pytest.fixture(scope="module")

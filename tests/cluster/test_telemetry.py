@@ -14,7 +14,8 @@ import pytest
 from hoi4_arena.cluster import telemetry as telemetry_module
 from hoi4_arena.cluster.peers import Peer, load_bundle, make_bundle, read_peers
 from hoi4_arena.cluster.station import Station, connect
-from hoi4_arena.cluster.telemetry import HostSampler, Telemetry, is_report, report, run_telemetry
+from hoi4_arena.cluster.telemetry import HostSampler, Telemetry, is_report, report
+from hoi4_arena.cluster.watch import run_telemetry
 from hoi4_arena.cluster.watch_config import TelemetryConfig
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent

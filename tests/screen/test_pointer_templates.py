@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from hoi4_arena.cli import app
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.pointer_templates import PointerFinder, cut_pointer, load_templates
+from hoi4_arena.sessions.session_pointer import save_session_pointer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 from marker_game import _background, _draw, write_marker_session  # noqa: E402
@@ -37,8 +38,6 @@ def test_pointer_from_session_cuts_the_cross_the_recording_draws(tmp_path) -> No
 
 def test_a_cross_is_found_at_every_parity_of_the_pixel_grid(tmp_path) -> None:
     write_marker_session(tmp_path / "s", seed=3, frames=60)
-    from hoi4_arena.screen.pointer_templates import save_session_pointer
-
     save_session_pointer(tmp_path / "s", tmp_path / "p")
     templates = load_templates(tmp_path / "p")
     background = _background()

@@ -24,6 +24,10 @@ from typing import Any
 
 from hoi4_arena.errors import UserError
 
+STATION = "hoi4_station"
+"""The custom resource of a node that can show a game's window (a station): `ray start --resources
+'{"hoi4_station": 1}'`; each unit plays one window game at a time."""
+
 NAMESPACE = "hoi4_arena"
 BOOK = "drained_nodes"
 HEAD = "node:__internal_head__"
@@ -81,8 +85,6 @@ def find_node(ray: Any, name: str, command: str) -> dict[str, Any]:
 
 def drain(ray: Any, name: str, undo: bool = False) -> dict[str, Any]:
     """Drain (or, with `undo`, undrain) the node `name` of the connected cluster; what was done."""
-    from hoi4_arena.cluster.ray_games import STATION
-
     command = "cluster undrain" if undo else "cluster drain"
     node = find_node(ray, name, command)
     node_id = node["NodeID"]

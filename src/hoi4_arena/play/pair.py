@@ -48,7 +48,7 @@ Each decision's `late_ms` is the wall time from the capture request to the input
     OUT/g0000/worker-<SIDE>.jsonl  each worker's log: every event it fed with its virtual times
 
 Re-running with the same OUT resumes (games with rows are skipped). With `--ray ADDRESS` each game is a Ray
-task (`cluster/ray_games.py`), its folder and rows written into OUT in plan order as the local loop
+task (`play/ray_games.py`), its folder and rows written into OUT in plan order as the local loop
 writes them; a game whose task died is kept invalid (`ray: ...`). The summary goes to stdout as JSON;
 the exit status is 1 when a game failed a gate outside the players (ready, healthy, disconnect, paused,
 desync, speed), 0 otherwise (a player that raised is the player's failure: that game invalid, the run
@@ -527,10 +527,10 @@ def run_collect_pair(options: CollectPairConfig, config: PairConfig | None = Non
 
 
 def _ray_games(options: CollectPairConfig) -> contextlib.AbstractContextManager[Any]:
-    """The run's `cluster.ray_games.RayGames` with --ray, else None."""
+    """The run's `play.ray_games.RayGames` with --ray, else None."""
     if options.ray is None:
         return contextlib.nullcontext()
-    from hoi4_arena.cluster.ray_games import RayGames
+    from hoi4_arena.play.ray_games import RayGames
 
     return RayGames.connect(options.ray, options.ray_games)
 
@@ -723,7 +723,7 @@ class _PairRun:
 
 
 def play_pair_task(run: _PairRun, plan: PairPlan, folder: Path, left: int | None) -> PairOutcome:
-    """A pair game in a Ray task (`cluster.ray_games.RayGames.play`'s game): played into `folder`."""
+    """A pair game in a Ray task (`play.ray_games.RayGames.play`'s game): played into `folder`."""
     return run.play(plan, folder, left)
 
 
@@ -732,7 +732,7 @@ def _collect_pair(
 ) -> dict[str, Any]:
     """run_collect_pair's games: in one headless `PairHub` each (`windows` None), or through `windows`
     (a `screen.pair_windows.PairWindows`: each side's window on its own Xvfb, its own X11 worker); as
-    Ray tasks with `cluster` (a `cluster.ray_games.RayGames`, headless only), written into OUT in plan
+    Ray tasks with `cluster` (a `play.ray_games.RayGames`, headless only), written into OUT in plan
     order as the local loop writes them."""
     out = options.out
     settings = config.to_dict()

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.play.ray_games import RayGames
 from hoi4_arena.results import GameResult, append_result, open_run, win_record
 from hoi4_arena.screen.game import GameRecord, GameSettings, play_game
 from hoi4_arena.screen.layout import ViewLayout
@@ -237,7 +238,7 @@ def play_planned(
 ) -> GameRecord:
     """Play one planned game, recording its session (if the run records) into out/<session id>; its
     record, the session relative to `out`. A crashed game or a worker's refusal is an invalid record; a
-    UserError or Ctrl+C goes up. The local loop's game, and a Ray task's (`cluster/ray_games.py`)."""
+    UserError or Ctrl+C goes up. The local loop's game, and a Ray task's (`play/ray_games.py`)."""
     from hoi4_arena.sessions.lock import remove_unfinished
     from hoi4_arena.sessions.recorder import Recorder
 
@@ -272,6 +273,12 @@ def play_planned(
     return record
 
 
+def play_one(run: Run, plan: GamePlan, folder: Path, left: int | None) -> GameRecord:
+    """One game of a one-player run in a Ray task (`play_planned`), its session recorded into `folder`."""
+    with run.workers() as open_worker:
+        return play_planned(run, plan, open_worker, folder, left)
+
+
 def run_games(
     run: Run,
     out: Path,
@@ -288,14 +295,12 @@ def run_games(
     window: bool = False,
 ) -> dict[str, Any]:
     """Play a run's games into `out` (resuming it); the summary: the record, decisions, play minutes,
-    this run's speed. `ray`: play them as Ray tasks on that cluster instead (`cluster/ray_games.py`: auto,
+    this run's speed. `ray`: play them as Ray tasks on that cluster instead (`play/ray_games.py`: auto,
     local or an address), at most `ray_games` at a time (0: the cluster's CPUs); the same rows and
     sessions as the local loop writes; `window`: the games need a screen, so on Ray each goes to a
     station."""
     cluster = None
     if ray is not None:
-        from hoi4_arena.cluster.ray_games import RayGames
-
         # Before OUT is touched: a bad address, or window games and no station, writes nothing.
         cluster = RayGames.connect(ray, ray_games, window)
     done = open_run(out, settings_file, settings, command, added=added, ignored=ignored)
@@ -331,7 +336,7 @@ def run_games(
     with _Progress(run.name, limits, skipped, progress) as bar:
         if cluster is not None:
             with cluster:
-                interrupted = cluster.play(run, out, pending, budget_left, wall_out, finished, bar)
+                interrupted = cluster.play(run, out, pending, budget_left, wall_out, finished, play_one, bar)
         else:
             with run.workers() as open_worker:
                 for index in pending:

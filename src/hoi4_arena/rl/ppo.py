@@ -313,7 +313,7 @@ def train_ppo(
     last_save = time.monotonic()
     cluster = contextlib.nullcontext(None)
     if config.ray is not None:
-        from hoi4_arena.cluster.ray_games import RayGames  # the scale-out layer, only with --ray
+        from hoi4_arena.play.ray_games import RayGames  # the scale-out layer, only with --ray
 
         cluster = RayGames.connect(config.ray)
     with (

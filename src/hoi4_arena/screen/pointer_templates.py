@@ -10,7 +10,8 @@ A template folder holds one RGBA PNG per distinct sprite and `pointers.json`:
 folder already holds the same sprite; run it again while the game shows another cursor to add that one.
 A game no worker runs can give its cursor from a recording instead: `cut_pointer(samples)` cuts the
 sprite out of frames whose pointer position is known (a recorded session's frames with their
-pointer_px; `hoi4-arena pointer OUT --from-session SESSION`), and `save_template` adds it the same way.
+pointer_px; `hoi4-arena pointer OUT --from-session SESSION`, `sessions/session_pointer.py`), and
+`save_template` adds it the same way.
 
 `PointerFinder.find(frame)` scores each template by the mean absolute difference of its opaque pixels
 (the sprite's see-through pixels show the game, so they are left out) at every position of a search
@@ -79,15 +80,6 @@ def save_pointer(worker, folder: str | Path, game: str = "") -> dict:
     """Add the worker's current cursor sprite to the template folder; returns what the folder holds."""
     rgba, hotspot = worker.pointer_image()
     return save_template(rgba, hotspot, folder, game, "the worker's cursor image")
-
-
-def save_session_pointer(session: str | Path, folder: str | Path) -> dict:
-    """Add the cursor sprite a recorded session's frames show (`cut_pointer`) to the template folder."""
-    from hoi4_arena.sessions.reader import SessionReader  # a session is read here, not imported by screen
-
-    reader = SessionReader(session)
-    rgba, hotspot = cut_pointer((frame, record.pointer_px) for record, frame in reader.frames())
-    return save_template(rgba, hotspot, folder, f"session {reader.path.name}", "the cut sprite")
 
 
 def save_template(

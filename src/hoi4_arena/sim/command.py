@@ -129,16 +129,16 @@ def _go(world: World, d: Division, goal: int, then: int | None) -> None:
     """Route `d` to `goal` through its own land, then (optionally) into `then`.
 
     Routes come from the world's per-control-version BFS trees, so asking again each day is cheap, and
-    `_set_path` keeps the progress already made when the next step is unchanged.
+    `set_path` keeps the progress already made when the next step is unchanged.
     """
     if d.province == goal:
         path: list[int] = []
     else:
-        route = world._route(d.tag, goal, d.province)
+        route = world.route(d.tag, goal, d.province)
         if route is None:
             return  # cut off from its slot: it stays where it is
         path = route
     if then is not None:
         path = path + [then]
     if path != d.path:
-        world._set_path(d, path)
+        world.set_path(d, path)

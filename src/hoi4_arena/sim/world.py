@@ -28,6 +28,7 @@ from typing import Any
 from hoi4_arena.gamelog import SCHEMA_VERSION, GameLogWriter, format_line
 from hoi4_arena.maps.model import TAGS, ArenaMap, other_tag
 from hoi4_arena.sim.battle import Battle, apply_losses, fight, settle
+from hoi4_arena.sim.command import command_armies
 from hoi4_arena.sim.rules import Rules
 
 MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)  # HOI4's calendar has no leap days
@@ -466,7 +467,7 @@ class World:
             raise OrderRefused(f"division {d.id} is already in province {target}")
         holder = self.control[target]
         if holder == d.tag:
-            route = self._route(d.tag, target, d.province)
+            route = self.route(d.tag, target, d.province)
             if route is None:
                 raise OrderRefused(f"division {d.id} has no path through {d.tag}'s land to province {target}")
         else:
@@ -475,7 +476,7 @@ class World:
             best = None
             for n in self.adj[target]:
                 if self.control[n] == d.tag:
-                    r = [] if n == d.province else self._route(d.tag, n, d.province)
+                    r = [] if n == d.province else self.route(d.tag, n, d.province)
                     if r is not None and (best is None or len(r) < len(best)):
                         best = r
             if best is None:
@@ -484,7 +485,7 @@ class World:
                 )
             route = best + [target]
         self._leave_army(d)
-        self._set_path(d, route)
+        self.set_path(d, route)
         return list(route)
 
     def note_player(self, tag: str, kind: str) -> None:
@@ -584,7 +585,7 @@ class World:
         rules = self.rules
         return rules.move_hours[self.terrain[b]] * rules.river_move[self.river.get((a, b), 0)]
 
-    def _set_path(self, d: Division, path: list[int]) -> None:
+    def set_path(self, d: Division, path: list[int]) -> None:
         if d.path and path and d.path[0] == path[0]:
             d.path = list(path)  # same next step: keep the progress made toward it
             return
@@ -800,7 +801,7 @@ class World:
             self._routes[key] = (self._version, nxt)
         return nxt
 
-    def _route(self, tag: str, target: int, source: int) -> list[int] | None:
+    def route(self, tag: str, target: int, source: int) -> list[int] | None:
         """Provinces to walk from `source` to `target` through `tag`'s land (excluding source)."""
         if self.control[target] != tag:
             return None
@@ -848,7 +849,5 @@ class World:
     # --- armies act on their orders ------------------------------------------------------------------
 
     def _update_armies(self) -> None:
-        from hoi4_arena.sim.command import command_armies
-
         self._dirty_armies = False
         command_armies(self)

@@ -13,7 +13,7 @@ Three parts, each on its own thread, meeting in a `Feed` (the latest frame and s
   `screen.game.play_game` on it, paced to `--pace` virtual seconds per wall second, with the game's AI
   on both sides, or a checkpoint (or `random`) on `--side` whose tokens it publishes to the feed
   (`Feed.publish_tokens`, the hook a play loop calls);
-- `LiveServer`, an aiohttp app: `/` the page (cluster/live_page.py), `/ws` a websocket that sends JPEG
+- `LiveServer`, an aiohttp app: `/` the page (play/live_page.py), `/ws` a websocket that sends JPEG
   frames (binary) and the state (JSON text) and ignores what the page sends, `/state.json` and
   `/frame.jpg` for scripts. It listens on loopback unless `allow_remote`.
 
@@ -42,13 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from hoi4_arena.cluster.live_page import PAGE
 from hoi4_arena.cluster.station import LockedWorker, SocketClient, stop_on_signals
 from hoi4_arena.cluster.station_config import is_loopback, parse_listen
 from hoi4_arena.cluster.telemetry import Telemetry
 from hoi4_arena.cluster.watch_config import RANDOM, LiveConfig
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import ArenaState, GameLogError, parse_line, setup_milestones
+from hoi4_arena.play.live_page import PAGE
 from hoi4_arena.screen.protocol import serve_socket
 from hoi4_arena.screen.worker import CaptureRequest, Worker, WorkerError
 

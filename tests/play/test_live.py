@@ -21,13 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from hoi4_arena.cluster.live import Feed, LiveServer, LocalGames, Watcher, make_app, observer_client
 from hoi4_arena.cluster.station import LockedWorker
 from hoi4_arena.cluster.watch_config import LiveConfig
 from hoi4_arena.errors import UserError
+from hoi4_arena.play.live import Feed, LiveServer, LocalGames, Watcher, make_app, observer_client
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.worker import CaptureRequest, Worker, WorkerError
+
+pytestmark = pytest.mark.waits  # a browser and a server: the waiting lane (tests/conftest.py)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 KEY_A = InputEvent(0, "key_down", 1, 1, key=0x41, source="policy")
@@ -331,9 +333,9 @@ def test_the_live_command_serves_a_sim_game_for_its_seconds(tmp_path: Path) -> N
 
 
 def test_the_watcher_watches_a_station_as_an_observer(tmp_path: Path) -> None:
-    from hoi4_arena.cluster.live import connect_observer
     from hoi4_arena.cluster.peers import load_bundle, make_bundle, read_peers
     from hoi4_arena.cluster.station import Station
+    from hoi4_arena.play.live import connect_observer
 
     make_bundle("watched", tmp_path / "bundle", peers=tmp_path / "made.json")
     entry = read_peers(tmp_path / "made.json")["watched"]

@@ -1,4 +1,4 @@
-"""The live view's page (cluster/live.py serves it at /): a canvas for the frames, the ARENA state, the
+"""The live view's page (play/live.py serves it at /): a canvas for the frames, the ARENA state, the
 policy's tokens and telemetry, fed by one websocket (/ws) that only ever sends to the page.
 
 The page writes what it has seen into the DOM (`#day`, `#frames`) and the title ("day D, frame F"), so

@@ -2,7 +2,7 @@
 on any node of a Ray cluster, their rows and sessions written by the driver into OUT exactly as the local
 loop writes them.
 
-Each game is one task (one CPU, never retried): it plays `runner.play_planned` into a temporary folder on
+Each game is one task (one CPU, never retried): it plays `runner.play_one` into a temporary folder on
 its node and returns the game's record and its session folder's files (bytes); the driver takes the
 results in plan order, writes each session into OUT/<session id> and appends the row. So a Ray run and a
 local run of the same settings give the same rows and byte-identical sessions, whatever the nodes. A pair
@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena import allocator
+from hoi4_arena.cluster.drain import STATION, drain, drained_nodes
 from hoi4_arena.errors import UserError
-from hoi4_arena.play.runner import GamePlan, Run, play_planned
 from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.screen.game import GameRecord
 
@@ -56,15 +56,6 @@ log = logging.getLogger(__name__)
 LOCAL = "local"
 AUTO = "auto"
 INSTALL = "pip install 'hoi4-arena[cluster]'"
-STATION = "hoi4_station"
-"""The custom resource of a node that can show a game's window (a station): `ray start --resources
-'{"hoi4_station": 1}'`; each unit plays one window game at a time."""
-
-
-def play_one(run: Run, plan: GamePlan, folder: Path, left: int | None) -> GameRecord:
-    """One game of a one-player run (`runner.play_planned`), its session recorded into `folder`."""
-    with run.workers() as open_worker:
-        return play_planned(run, plan, open_worker, folder, left)
 
 
 def play_remote(
@@ -168,8 +159,6 @@ class RayGames:
 
     def stations(self) -> dict[str, int]:
         """The stations that take window games now: node id -> its `hoi4_station` units."""
-        from hoi4_arena.cluster.drain import drained_nodes
-
         drained = drained_nodes(self.ray)
         return {
             node["NodeID"]: int(node["Resources"][STATION])
@@ -190,8 +179,6 @@ class RayGames:
         this run does not hold (`holding`: node id -> its games in flight), None when every such unit is
         taken; a headless game anywhere but on a drained node. Sets `stopped` when no station takes
         games."""
-        from hoi4_arena.cluster.drain import drained_nodes
-
         if not self.window:
             drained = drained_nodes(self.ray)
             if not drained:
@@ -226,22 +213,22 @@ class RayGames:
         budget_left: Callable[[], int | None],
         wall_out: Callable[[], bool],
         finished: Callable[[Any, Any], None],
+        game: Callable[..., Any],
         bar: Any = None,
-        game: Callable[..., Any] = play_one,
     ) -> bool:
         """Play the `pending` games (indices in plan order) as tasks, `finished(plan, record)` for each in
         plan order, its session already in OUT; True when interrupted (Ctrl+C).
 
         `game(run, plan, folder, left)` plays `run.plan(index)` in the task into `folder` with `left` of
         the budget and returns its record: anything with `session` (the folder under `folder` that comes
-        back to OUT, or None), `reason` and `play_ns`; a one-player run's game by default (`play_one`),
+        back to OUT, or None), `reason` and `play_ns`: a one-player run's (`runner.play_one`) or
         collect-pair's (`play.pair.play_pair_task`). A task whose worker died is `finished` with an
         invalid `GameRecord` (reason `ray: ...`), whatever `game` returns."""
         ray = self.ray
         task = ray.remote(num_cpus=1, max_retries=0)(play_remote)
         run_ref = ray.put(run)  # one copy of the run (its player's weights) for every task
         # (plan, budget hint, ref, the station it holds or None, its Ray options)
-        flight: collections.deque[tuple[GamePlan, int | None, Any, str | None, dict]] = collections.deque()
+        flight: collections.deque[tuple[Any, int | None, Any, str | None, dict]] = collections.deque()
         holding: collections.Counter[str] = collections.Counter()
         submitting = True
 
@@ -322,8 +309,6 @@ def cluster_status(address: str) -> dict[str, Any]:
     """The nodes of the Ray cluster at `address` (auto, local or a head's HOST:PORT): each node's id and
     name (what `cluster drain` takes), address, whether it is alive, its CPUs, whether it is a station
     and whether it is drained, and how many CPUs are busy now (one a game or rollout worker)."""
-    from hoi4_arena.cluster.drain import drained_nodes
-
     with RayGames.connect(address) as games:
         ray = games.ray
         drained = drained_nodes(ray)
@@ -355,7 +340,5 @@ def cluster_status(address: str) -> dict[str, Any]:
 
 def drain_station(address: str, name: str, undo: bool = False) -> dict[str, Any]:
     """`cluster drain NAME` (or `undrain`) on the cluster at `address`: see `cluster/drain.py`."""
-    from hoi4_arena.cluster.drain import drain
-
     with RayGames.connect(address) as games:
         return {"ray": address, **drain(games.ray, name, undo=undo)}
