@@ -36,7 +36,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-days", type=int, default=120, help="each game's time limit in days (a draw)")
     parser.add_argument("--ai-strength", type=float, default=0.5, help="the game's AI, 0..1")
     parser.add_argument(
-        "--shaping", type=float, default=1.0, help="weight of the provinces-balance shaping reward (0: off)"
+        "--reward",
+        default="",
+        help="shaping terms' weights, TERM=W,... (setup, victory_points, provinces; as train-ppo's "
+        "--reward); none: the outcome alone (win 1, draw 0.5, loss 0)",
     )
     parser.add_argument("--slots", type=int, default=2, help="tokens the policy chooses a decision (1..8)")
     parser.add_argument("--grid", type=int, default=32, help="pointer cells per axis (1..1024)")
@@ -51,6 +54,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def reward_weights(text: str) -> dict[str, str]:
+    """`--reward setup=0.1,provinces=2` as {term: weight}; the env checks the terms and numbers."""
+    weights = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--reward takes TERM=WEIGHT,..., not {item!r}")
+        weights[name.strip()] = value.strip()
+    return weights
+
+
 def env_settings(args: argparse.Namespace) -> dict:
     from hoi4_arena.sim.window import parse_size
 
@@ -60,7 +76,7 @@ def env_settings(args: argparse.Namespace) -> dict:
         "side": args.side,
         "max_days": args.max_days,
         "ai_strength": args.ai_strength,
-        "shaping": args.shaping,
+        "reward": reward_weights(args.reward),
         "slots": args.slots,
         "grid": args.grid,
         "kinds": args.kinds,

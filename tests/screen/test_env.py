@@ -105,19 +105,22 @@ def test_make_vec(mode: str) -> None:
         envs.close()
 
 
-def test_a_passive_side_loses_with_reward_minus_one_and_shaping_sums_to_the_balance() -> None:
-    env = SimEnv(ai_strength=1.0, shaping=1.0, news=False, events=False, **SMALL)
+def test_a_passive_side_loses_with_outcome_zero_and_the_provinces_term_sums_to_what_it_lost() -> None:
+    env = SimEnv(ai_strength=1.0, reward={"provinces": 1.0}, news=False, events=False, **SMALL)
     obs, info = env.reset(seed=1)
-    total, terminated, truncated, steps = 0.0, False, False, 0
+    total, terminated, truncated, steps, outcome = 0.0, False, False, 0, None
     while not (terminated or truncated):
         obs, reward, terminated, truncated, info = env.step(NOOP)
         total += reward
         steps += 1
+        outcome = info["terms"]["outcome"]
         assert steps < 2000, "the passive side never capitulated"
     arena = info["arena"]
     assert terminated and not truncated and arena["winner"] == "RED" and info["side"] == "BLU"
-    balance = (arena["sides"]["BLU"]["controlled"] - arena["sides"]["RED"]["controlled"]) / 192
-    assert total == pytest.approx(-1.0 + balance) and balance < 0
+    # A loss is worth 0; the provinces term's sum is the share held at the end minus at the start (half).
+    assert outcome == 0.0 and env.tracker.sums["outcome"] == 0.0
+    share = arena["sides"]["BLU"]["controlled"] / 192
+    assert total == pytest.approx(share - 0.5) and share < 0.5
     assert env.worker.status()["armed"] is None  # the match was finished
     with pytest.raises(RuntimeError, match="reset"):
         env.step(NOOP)
@@ -131,7 +134,8 @@ def test_episodes_are_truncated_at_the_world_limit_and_the_decision_limit() -> N
         _, reward, terminated, truncated, info = env.step(NOOP)
         if truncated:
             break
-    assert truncated and not terminated and reward == 0.0 and info["arena"]["draw"]
+    # The world's limit is a draw: half a win, at the last decision.
+    assert truncated and not terminated and reward == 0.5 and info["arena"]["draw"]
     env.close()
     env = SimEnv(max_decisions=3, **SMALL)
     env.reset(seed=0)

@@ -152,7 +152,7 @@ def test_image_observations_are_the_views_rearranged() -> None:
     "settings",
     [
         {},
-        {"grid": 32, "slots": 2, "kinds": "mouse", "views": ("global", "fovea")},
+        {"grid": 32, "slots": 2, "kinds": "mouse", "views": ("global", "fovea"), "reward": {"setup": 0.1}},
         {"views": "global", "extras": False},
     ],
 )
@@ -185,7 +185,7 @@ def rollout(seed: int, steps: int, **settings) -> tuple[list, list]:
 
 
 def test_the_wrapped_env_is_deterministic_for_a_seed() -> None:
-    settings = {"grid": 16, "slots": 2, "kinds": "mouse", "max_days": 2, "shaping": 1.0}
+    settings = {"grid": 16, "slots": 2, "kinds": "mouse", "max_days": 2, "reward": {"provinces": 1.0}}
     (first, r1), (second, r2) = rollout(5, 40, **settings), rollout(5, 40, **settings)
     assert r1 == r2 and len(first) == len(second) > 41  # at least one game ended and a new one began
     for a, b in zip(first, second, strict=True):
@@ -214,6 +214,7 @@ def _script():
 
 
 TINY = ["--size", "320x180", "--max-days", "8", "--n-steps", "64", "--batch-size", "32", "--epochs", "1"]
+TINY += ["--reward", "provinces=2"]
 
 
 @pytest.mark.slow
@@ -251,6 +252,10 @@ def test_the_sb3_script_refuses_bad_input(capsys) -> None:
     assert "unknown token kinds" in capsys.readouterr().err
     assert script.main(["--steps", "4", "--size", "big"]) == 2
     assert "--size" in capsys.readouterr().err
+    assert script.main(["--steps", "4", *TINY, "--reward", "gold=1"]) == 2
+    assert "unknown reward term 'gold'" in capsys.readouterr().err
+    assert script.main(["--steps", "4", *TINY, "--reward", "setup"]) == 2
+    assert "TERM=WEIGHT" in capsys.readouterr().err
 
 
 def test_a_cleanrl_style_vector_env_of_the_flat_id() -> None:

@@ -75,9 +75,9 @@ from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.gae import gae
 from hoi4_arena.rl.league import League
 from hoi4_arena.rl.ppo_config import PPOConfig
-from hoi4_arena.rl.rewards import OUTCOME, TERMS
 from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule, rung_starts
 from hoi4_arena.rl.rollout_game import RolloutSettings
+from hoi4_arena.screen.rewards import OUTCOME, TERMS
 from hoi4_arena.training.run_control import adam
 
 log = logging.getLogger(__name__)

@@ -169,7 +169,7 @@ class PPOConfig:
         object.__setattr__(self, "ai_strength", tuple(float(v) for v in self.ai_strength))
         object.__setattr__(self, "size", tuple(int(v) for v in self.size))
         object.__setattr__(self, "policy", dict(self.policy))
-        from hoi4_arena.rl.rewards import parse_weights
+        from hoi4_arena.screen.rewards import parse_weights
 
         object.__setattr__(self, "reward", parse_weights(self.reward))
         object.__setattr__(self, "league_mix", parse_mix(self.league_mix))

@@ -52,10 +52,10 @@ import torch
 
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
-from hoi4_arena.rl.rewards import OUTCOME, TERMS, total
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
 from hoi4_arena.rl.rollout_worker import LocalWorker, RayWorker, WorkerDied, WorkerProcess
 from hoi4_arena.screen.game import sampling_seed
+from hoi4_arena.screen.rewards import OUTCOME, TERMS, total
 
 log = logging.getLogger(__name__)
 

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from hoi4_arena.maps.model import other_tag
-from hoi4_arena.rl.rewards import RewardTracker, outcome_of
 from hoi4_arena.screen.game import Game, GameSettings
 from hoi4_arena.screen.lattice import to_lattice
+from hoi4_arena.screen.rewards import RewardTracker, outcome_of
 from hoi4_arena.screen.tokens import tokens_to_events
 from hoi4_arena.screen.worker import Capture, CaptureRequest, WorkerError
 
@@ -242,11 +242,7 @@ class RolloutGame:
                 self.capture = game.observe(self.seat)
             except WorkerError as error:
                 game.fail(error)
-        state = game.log.state
-        over = game.ended and game.record.valid
-        rewards = tracker.update(
-            game.log, outcome_of(state.winner, self.plan.side, state.over) if over else None
-        )
+        rewards = tracker.after(game)  # the Gymnasium env's rule (screen/rewards.py)
         if game.ended:
             return self._end(next_plan, rewards)
         return self._observation(rewards)

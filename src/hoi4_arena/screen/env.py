@@ -25,13 +25,17 @@ then plays the side against the game's AI:
   moves use (x, y); other kinds ignore theirs (so any sample of the space is a valid action). Values
   outside the space raise ValueError. The env turns the tokens into events (`tokens_to_events`), applies
   them timed and advances 200 ms of virtual time;
-- reward: +1 when the side wins, -1 when it loses, 0 otherwise (a draw included); `shaping` > 0 adds
-  shaping * the change in (own - enemy provinces controlled) / provinces, from the ARENA log (a
-  potential difference, so it sums to zero over a game that ends where it began);
+- reward: the project's one reward (`screen/rewards.py`, the one train-ppo's rollouts use): the outcome
+  at the game's last decision (win 1, draw 0.5, loss 0; none when `max_decisions` cuts the game) plus
+  the shaping terms `reward` weighs, e.g. `reward={"setup": 0.1, "provinces": 0.05}` (the terms setup,
+  victory_points and provinces, each a potential difference read from the ARENA log; default: none, the
+  outcome alone, as train-ppo's `--reward`);
 - terminated at capitulation; truncated at the world's max days (a draw) or after `max_decisions`;
 - info (training only; a policy never sees it): the ARENA state folded from the log (date, attacker,
   winner, draw, per side divisions, strength, controlled, surrender, casualties, manpower), the side,
-  the declarer and the decision count.
+  the declarer, the decision count, the game's seed (`seed`: the runner's `--seed` plays the same game)
+  and `terms`, each reward term of the step unweighted (outcome, setup, victory_points, provinces: the
+  reward is their weighted sum).
 
 The env is deterministic for a seed: two envs reset with the same seed and given the same actions
 produce the same observations, byte for byte.
@@ -41,7 +45,7 @@ Try: python -m hoi4_arena.screen.env    (a random policy for 500 decisions, and 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import gymnasium
@@ -54,6 +58,7 @@ from hoi4_arena.screen.game import Game, GameSettings
 from hoi4_arena.screen.lattice import LATTICE, to_lattice
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.match import MatchLog
+from hoi4_arena.screen.rewards import OUTCOME, TERMS, RewardTracker, parse_weights, total
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.tokens import MOVE, NUM_KINDS, SLOTS, tokens_to_events
 from hoi4_arena.screen.worker import Capture, CaptureRequest, WorkerError
@@ -83,8 +88,9 @@ class SimEnvConfig:
     """The world's time limit in game days: a draw, and the episode is truncated."""
     max_decisions: int = 0
     """Truncate after this many decisions (0: only the world's limit)."""
-    shaping: float = 0.0
-    """Weight of the shaping term (change in the controlled-provinces balance); 0: off."""
+    reward: dict[str, float] = field(default_factory=dict)
+    """Weights of the shaping terms, {term: weight} (`screen/rewards.py`; the outcome always weighs 1);
+    empty: the outcome alone."""
     news: bool = True
     """Show the news window at the start (closing it is the player's job)."""
     events: bool = True
@@ -109,8 +115,7 @@ class SimEnvConfig:
             raise UserError(f"max_days must be a whole number >= 1, not {self.max_days!r}")
         if not isinstance(self.max_decisions, int) or self.max_decisions < 0:
             raise UserError(f"max_decisions must be a whole number >= 0, not {self.max_decisions!r}")
-        if not float(self.shaping) >= 0.0:
-            raise UserError(f"shaping must be >= 0, not {self.shaping!r}")
+        object.__setattr__(self, "reward", parse_weights(self.reward))
 
 
 def action_space() -> spaces.MultiDiscrete:
@@ -218,7 +223,10 @@ class SimEnv(gymnasium.Env):
         self.side = self.config.side if self.config.side != "random" else TAGS[0]
         self.declarer = ""
         self.decisions = 0
-        self._potential = 0.0
+        self.seed = 0
+        """The game's seed, drawn from the env's generator at reset."""
+        self.tracker: RewardTracker | None = None
+        self._terms = dict.fromkeys((OUTCOME, *TERMS), 0.0)
         self._frame: np.ndarray | None = None
         self._done = False
 
@@ -236,7 +244,7 @@ class SimEnv(gymnasium.Env):
                 raise UserError(f"unknown reset options {unknown}; they are Sim-v0 settings, e.g. side")
             config = replace(config, **options)
         self._close_worker()
-        game_seed = int(self.np_random.integers(_SEED_BOUND))
+        game_seed = self.seed = int(self.np_random.integers(_SEED_BOUND))
         self.side = config.side if config.side != "random" else TAGS[int(self.np_random.integers(2))]
         self.worker = SimWorker(
             config.arena,
@@ -261,8 +269,11 @@ class SimEnv(gymnasium.Env):
         self._episode = config
         self._done = False
         self.decisions = 0
-        self._potential = self._balance()
-        return self._observe(), self._info()
+        self.tracker = RewardTracker(self.side, self.worker.game.arena)
+        observation = self._observe()
+        self.tracker.start(self.log)  # every term's potential at the first observation, as a rollout's
+        self._terms = dict.fromkeys((OUTCOME, *TERMS), 0.0)
+        return observation, self._info()
 
     def step(self, action: Any):
         if self.worker is None or self.log is None:
@@ -281,11 +292,8 @@ class SimEnv(gymnasium.Env):
             raise RuntimeError(f"the worker refused a valid action: {error}") from error
         self.decisions = game.record.decisions
         observation = self._observe()  # polls the log: the game's end is known now
-        reward = self.log.result_for(self.side) if self.log.over else 0.0
-        if self._episode.shaping:
-            potential = self._balance()
-            reward += float(self._episode.shaping) * (potential - self._potential)
-            self._potential = potential
+        self._terms = self.tracker.after(game)
+        reward = total(self._terms, self._episode.reward)
         terminated = self.log.state.winner is not None
         truncated = self.log.state.draw is not None or (game.end == "max_decisions" and not terminated)
         if game.ended:
@@ -318,14 +326,6 @@ class SimEnv(gymnasium.Env):
             "pointer": np.asarray(to_lattice(*capture.pointer, capture.size), dtype=np.int64),
         }
 
-    def _balance(self) -> float:
-        """Own minus enemy provinces controlled, as a share of all provinces (the shaping potential)."""
-        assert self.log is not None and self.worker is not None
-        control = self.log.state.control
-        own = sum(1 for owner in control.values() if owner == self.side)
-        enemy = sum(1 for owner in control.values() if owner == other_tag(self.side))
-        return (own - enemy) / len(self.worker.game.arena.provinces)
-
     def _info(self) -> dict[str, Any]:
         assert self.log is not None
         return {
@@ -333,6 +333,8 @@ class SimEnv(gymnasium.Env):
             "side": self.side,
             "declarer": self.declarer,
             "decisions": self.decisions,
+            "seed": self.seed,
+            "terms": dict(self._terms),
         }
 
     def _close_worker(self) -> None:

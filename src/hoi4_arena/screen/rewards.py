@@ -1,20 +1,24 @@
-"""Rewards of a rollout, read from the ARENA log alone (nothing the policy could not earn from the screen).
+"""The reward of a game: named terms read from the ARENA log alone (nothing the policy could not earn from
+the screen), one rule for every learner: the Gymnasium env (`screen/env.py`, hoi4_arena/Sim-v0 and
+SimFlat-v0) and the project's PPO rollouts (`rl/rollout_game.py`) both call `RewardTracker.after`.
 
-The default reward is the game's outcome for the side played, given at its last decision: a win 1, a
-draw 0.5, a loss 0 (so a return is a win probability, the value head's scale). Optional shaping terms,
-each named and weighted on the command line (`--reward setup=0.1,provinces=0.05`), are potential
-differences from decision to decision, so each term's sum over a game is its potential at the end minus
-at the start, whatever happened in between:
+The outcome is the game's result for the side played, given at its last decision: a win 1, a draw 0.5,
+a loss 0 (so a return is a win probability, the value head's scale); it always weighs 1. Optional
+shaping terms, each named and weighted (`train-ppo --reward setup=0.1,provinces=0.05`, the env's
+`reward={"setup": 0.1}`), are potential differences from decision to decision, so each term's sum over
+a game is its potential at the end minus at the start, whatever happened in between:
 
 - `setup`: the share of the four setup steps (`gamelog.SETUP_STEPS`: army, front, offensive, executed)
   the side has taken so far (0 to 1 over a game);
 - `victory_points`: the share of the map's victory points in provinces the side controls;
 - `provinces`: the share of the map's provinces the side controls.
 
-`RewardTracker.update` returns every term's reward of one decision, unweighted; the engine weights them
-(`total`) and reports each term's sum apart, so a run says what it optimised.
+The default weights (`parse_weights({})`) are the outcome alone, wherever a game is made.
+`RewardTracker.update` returns every term's reward of one decision, unweighted; `total` weights them,
+and the caller reports each term apart (the env in `info["terms"]`, train-ppo per finished game), so a
+run says what it optimised.
 
-Try: .venv/bin/python -m pytest -q tests/rl/test_rewards.py
+Try: .venv/bin/python -m pytest -q tests/screen/test_rewards.py
 """
 
 from __future__ import annotations
@@ -31,8 +35,13 @@ TERMS = ("setup", "victory_points", "provinces")
 OUTCOME_REWARD = {"win": 1.0, "draw": 0.5, "loss": 0.0}
 
 
-def parse_weights(weights: dict[str, Any]) -> dict[str, float]:
-    """`--reward` as {term: weight} (outcome always weighs 1); UserError for an unknown term or a bad weight."""
+def parse_weights(weights: dict[str, Any] | None) -> dict[str, float]:
+    """`--reward` as {term: weight} (outcome always weighs 1; None or {}: the outcome alone); UserError for
+    an unknown term or a bad weight."""
+    if weights is None:
+        return {}
+    if not isinstance(weights, dict):
+        raise UserError(f"reward weights are {{term: weight}}, e.g. {{'setup': 0.1}}, not {weights!r}")
     out: dict[str, float] = {}
     for name, value in weights.items():
         if name not in TERMS:
@@ -92,6 +101,13 @@ class RewardTracker:
     def start(self, log: Any) -> None:
         """The potentials at the game's first observation (the start of every term's sum)."""
         self.potential = self.potentials(log)
+
+    def after(self, game: Any) -> dict[str, float]:
+        """The rewards of the decision a `screen.game.Game` just played and observed: the outcome once the
+        game has ended valid (an invalid end, such as max_decisions, has none), and every shaping term."""
+        state = game.log.state
+        over = game.ended and game.record.valid
+        return self.update(game.log, outcome_of(state.winner, self.side, state.over) if over else None)
 
     def update(self, log: Any, outcome: str | None = None) -> dict[str, float]:
         """The rewards of the decision that led to this observation; `outcome` (win, draw, loss) at the end."""

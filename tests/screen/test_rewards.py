@@ -1,4 +1,4 @@
-"""Reward terms from the ARENA log (rl/rewards.py)."""
+"""Reward terms from the ARENA log (screen/rewards.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import ArenaState, format_line
-from hoi4_arena.rl.rewards import RewardTracker, parse_weights, total
+from hoi4_arena.screen.rewards import RewardTracker, parse_weights, total
 
 
 class _Log:
