@@ -299,7 +299,11 @@ def test_a_connection_that_never_attaches_is_dropped(identity) -> None:
         client = connect(peer)
         try:
             client.sock.settimeout(10)
-            assert client.sock.recv(1) == b""  # closed by the station, not by a timeout here
+            reader = client.sock.makefile("rb")
+            message = read_message(reader)  # one error line, then the station closes
+            assert message is not None and message[0]["error"]["code"] == "timeout"
+            assert read_message(reader) is None  # closed by the station, not by a timeout here
+            reader.close()
         finally:
             client.close()
         assert quick.connections["idle_dropped"] == 1

@@ -8,11 +8,22 @@ The framing is the worker protocol's (screen/protocol.py); what the network adds
 - A token in `attach` (`{"op": "attach", "protocol": 1, "token": "...", "observer": false}`), compared
   in constant time against the hash in the station's bundle. A wrong token, or any request before
   attach, is answered (`unauthorized`, `not_attached`) and the connection is closed.
-- One full connection at a time: a second gets `worker_busy`. Any number of observers (up to
-  `max_connections` connections in all) may attach with `"observer": true`: they may only attach,
-  read status, capture, read the game log and read telemetry; `arm`, `apply` and the rest get `observer`.
-- The attach must start within `handshake_timeout` seconds of connecting, and every started message
-  must arrive whole within `message_timeout` seconds; a stall ends the connection.
+- One full connection at a time: a second gets `worker_busy`. Observers (up to `max_connections` - 1,
+  so the full connection always has its place) may attach with `"observer": true`: they may only
+  attach, read status, capture, read the game log and read telemetry; `arm`, `apply` and the rest get
+  `observer`; one past the limit gets `station_full`.
+- Strangers cannot starve it. Until a connection has attached with the right token it is a stranger:
+  it holds no slot of the attached connections, only a place in a pool of its own (`max_strangers`
+  places, `max_strangers_per_address` of them for one address; a newcomer takes the place of the
+  oldest stranger of its address, or, the pool full, of the oldest stranger of the address with the
+  most), and it may send one message: an `attach` header of at most `STRANGER_MAX_HEADER` bytes, no
+  payload, finished (TLS handshake included) within `handshake_timeout` seconds of connecting.
+  Anything else, or nothing in time, gets one error line and the connection is closed.
+- Every framing error (`malformed`, `header_too_large`, `bad_payload`, `payload_too_large`, a stall)
+  is answered and closes the connection; a started message must arrive whole within
+  `message_timeout` seconds; an attached connection's requests carry at most `MAX_REQUEST_PAYLOAD`
+  payload bytes. So the request bytes the station holds are bounded whatever clients announce:
+  `buffer_bound()` bytes at most.
   When the full connection ends -- close, disconnect, stall, framing error -- every held key and button
   is released. A client's `close` ends its connection, never the station's worker.
 - Loopback by default: listening on any other address needs `allow_remote=True` (`--allow-remote`).
@@ -36,7 +47,6 @@ import contextlib
 import hmac
 import ipaddress
 import logging
-import select
 import signal
 import socket
 import ssl
@@ -54,15 +64,26 @@ from hoi4_arena.cluster.tls import connect_pinned, server_context
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.protocol import (
+    MAX_HEADER,
     MESSAGE_TIMEOUT,
     PROTOCOL_VERSION,
     ProtocolClient,
+    SocketWriter,
+    TimedReader,
     linger_close,
-    serve_socket,
+    serve,
 )
 from hoi4_arena.screen.worker import Capture, CaptureRequest, Worker, WorkerError
 
 log = logging.getLogger(__name__)
+
+STRANGER_MAX_HEADER = 4096
+"""The most header bytes a connection may send before it has attached (an attach line is ~150 bytes)."""
+MAX_REQUEST_PAYLOAD = 1 << 20
+"""The most payload bytes one request of an attached connection may carry (requests carry no arrays
+today: every op's parameters travel in the header)."""
+READ_CHUNK = 64 * 1024
+"""The most bytes one receive of a connection asks for: what its buffer holds beyond the message."""
 
 
 # --- the games a station serves ----------------------------------------------------------------------
@@ -242,12 +263,19 @@ class Station:
         *,
         allow_remote: bool = False,
         message_timeout: float | None = MESSAGE_TIMEOUT,
-        handshake_timeout: float = 10.0,
+        handshake_timeout: float = 5.0,
         max_connections: int = 16,
+        max_strangers: int = 32,
+        max_strangers_per_address: int = 8,
         open_game: Callable[[dict[str, Any]], Worker] | None = None,
         served: dict[str, Any] | None = None,
     ) -> None:
-        """`open_game` and `served`: `LockedWorker`'s (a station without `open_game` refuses new_game)."""
+        """`open_game` and `served`: `LockedWorker`'s (a station without `open_game` refuses new_game).
+        `handshake_timeout`: seconds from connecting to a whole attach; `max_connections`: attached
+        connections (the full one and observers); `max_strangers` (per address): connections that have
+        not attached yet (see the module docstring)."""
+        if max_connections < 1 or max_strangers < 1 or not 1 <= max_strangers_per_address <= max_strangers:
+            raise UserError("a station needs room for 1 connection and 1 stranger at least")
         if not is_loopback(host) and not allow_remote:
             raise UserError(
                 f"{host} is not a loopback address: a station listens on the network only with "
@@ -258,16 +286,24 @@ class Station:
         self.context = server_context(bundle.folder)
         self.message_timeout = message_timeout
         self.handshake_timeout = handshake_timeout
+        self.max_connections = max_connections
+        self.max_strangers = max_strangers
+        self.max_strangers_per_address = max_strangers_per_address
         self._full = threading.Lock()
-        self._slots = threading.BoundedSemaphore(max_connections)
+        self._lock = threading.Lock()  # the pool of strangers and the count of attached connections
+        self._strangers: dict[int, _Stranger] = {}  # by connection number, oldest first
+        self._observers = 0
+        self._numbers = iter(range(1 << 62))
         self._stopping = threading.Event()
         self._threads: set[threading.Thread] = set()
         self.connections = {
             "accepted": 0,
             "refused_busy": 0,
+            "refused_full": 0,
             "refused_token": 0,
             "handshake_failed": 0,
             "idle_dropped": 0,
+            "strangers_dropped": 0,
         }
         try:
             self._listener = socket.create_server((host, port), family=_family(host))
@@ -295,13 +331,65 @@ class Station:
                 if self._stopping.is_set():
                     break
                 raise
-            if not self._slots.acquire(blocking=False):
-                log.warning("refusing %s: too many connections", peer)
-                raw.close()
-                continue
-            thread = threading.Thread(target=self._connection, args=(raw, peer), daemon=True)
+            finally:
+                self._drop_late_strangers()
+            stranger = self._admit(raw, peer)
+            thread = threading.Thread(target=self._connection, args=(raw, peer, stranger), daemon=True)
             self._threads.add(thread)
             thread.start()
+
+    def buffer_bound(self) -> int:
+        """The most request bytes the station's connections can hold at once, whatever they announce:
+        each stranger's header and one receive, each attached connection's header, payload and one
+        receive (TLS's own record buffers aside)."""
+        stranger = STRANGER_MAX_HEADER + READ_CHUNK
+        attached = MAX_HEADER + MAX_REQUEST_PAYLOAD + READ_CHUNK
+        return self.max_strangers * stranger + self.max_connections * attached
+
+    # --- strangers: connections that have not attached -----------------------------------------------
+
+    def _admit(self, raw: socket.socket, peer: Any) -> _Stranger:
+        """A place in the pool of strangers for a new connection, taken from the oldest stranger of its
+        address, or (the pool full) of the address with the most strangers."""
+        address = peer[0] if isinstance(peer, tuple) else str(peer)
+        with self._lock:
+            stranger = _Stranger(
+                next(self._numbers), raw.fileno(), address, time.monotonic() + self.handshake_timeout
+            )
+            same = [s for s in self._strangers.values() if s.address == address]
+            if len(same) >= self.max_strangers_per_address:
+                self._drop(same[0])
+            elif len(self._strangers) >= self.max_strangers:
+                counts: dict[str, int] = {}
+                for s in self._strangers.values():
+                    counts[s.address] = counts.get(s.address, 0) + 1
+                most = max(counts.values())
+                self._drop(next(s for s in self._strangers.values() if counts[s.address] == most))
+            self._strangers[stranger.number] = stranger
+        return stranger
+
+    def _drop(self, stranger: _Stranger) -> None:
+        """End a stranger's connection from outside its thread (lock held): its blocked receive
+        returns, and its thread closes the socket. The thread leaves the pool before it closes the
+        socket (under the lock), so the descriptor is still this connection's."""
+        del self._strangers[stranger.number]
+        stranger.dropped = True
+        self.connections["strangers_dropped"] += 1
+        _shutdown(stranger.fd)
+
+    def _drop_late_strangers(self) -> None:
+        """A stranger past its deadline by a second (a TLS handshake dribbled byte by byte: the reader's
+        own deadline answers a late attach first) is dropped here."""
+        now = time.monotonic()
+        with self._lock:
+            for stranger in [s for s in self._strangers.values() if now > s.deadline + 1.0]:
+                self._drop(stranger)
+
+    def _leave_pool(self, stranger: _Stranger) -> bool:
+        """Take the stranger out of the pool (it attached, or its connection ends); False when it had
+        been dropped already."""
+        with self._lock:
+            return self._strangers.pop(stranger.number, None) is not None
 
     def stop(self, close_worker: bool = True) -> None:
         """Stop accepting, wait for the connections to end (bounded), release input, close the worker."""
@@ -310,6 +398,9 @@ class Station:
             self._listener.close()
         if self._accepting is not None:
             self._accepting.join(timeout=5)
+        with self._lock:
+            for stranger in list(self._strangers.values()):
+                self._drop(stranger)
         for thread in list(self._threads):
             thread.join(timeout=(self.message_timeout or 10) + 2)
         with contextlib.suppress(Exception):
@@ -340,7 +431,15 @@ class Station:
         observer = params.get("observer", False)
         if not isinstance(observer, bool):
             raise WorkerError("bad_request", f"'observer' must be true or false, got {observer!r}")
+        if not self._leave_pool(holder["stranger"]):
+            raise WorkerError("dropped", "this connection lost its place to newer ones; connect again")
         if observer:
+            with self._lock:
+                if self._observers >= self.max_connections - 1:
+                    self.connections["refused_full"] += 1
+                    raise WorkerError("station_full", f"{self._observers} observers watch already; try later")
+                self._observers += 1
+            holder["observer"] = True
             return True
         if not self._full.acquire(blocking=False):
             self.connections["refused_busy"] += 1
@@ -354,14 +453,18 @@ class Station:
         if holder["full"]:
             holder["full"] = False
             self._full.release()
+        if holder["observer"]:
+            holder["observer"] = False
+            with self._lock:
+                self._observers -= 1
 
-    def _connection(self, raw: socket.socket, peer: Any) -> None:
-        holder = {"full": False}
+    def _connection(self, raw: socket.socket, peer: Any, stranger: _Stranger) -> None:
+        holder = {"full": False, "observer": False, "stranger": stranger}
         try:
-            raw.settimeout(self.handshake_timeout)
             # A reply goes out in a few sends (header, large arrays); without this the last small one
             # waits for the client's delayed ACK (tens of ms) under Nagle's algorithm.
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            raw.settimeout(max(stranger.deadline - time.monotonic(), 0.001))
             try:
                 sock = self.context.wrap_socket(raw, server_side=True)
             except (ssl.SSLError, OSError) as error:
@@ -370,33 +473,60 @@ class Station:
                 return
             self.connections["accepted"] += 1
             try:
-                # Nobody holds a connection slot without a word: the attach must start within the
-                # handshake timeout (and then arrive whole within the message timeout).
-                if not sock.pending() and not select.select([sock], [], [], self.handshake_timeout)[0]:
-                    self.connections["idle_dropped"] += 1
-                    log.info("dropping %s: no attach within %s s", peer, self.handshake_timeout)
-                    return
-                serve_socket(
+                serve(
                     self.shared,
-                    sock,
-                    message_timeout=self.message_timeout,
+                    # The attach, its first byte included, must arrive whole by the stranger's
+                    # deadline; later requests within the message timeout of their first byte.
+                    TimedReader(
+                        sock, self.message_timeout, first_deadline=stranger.deadline, chunk=READ_CHUNK
+                    ),
+                    SocketWriter(sock, self.message_timeout),
+                    max_payload=MAX_REQUEST_PAYLOAD,
                     authorize=lambda params: self._authorize(params, holder),
-                    linger=False,
+                    unattached_limits=(STRANGER_MAX_HEADER, 0),
+                    framing_errors_close=True,
                 )
+                if stranger.number in self._strangers and time.monotonic() >= stranger.deadline:
+                    self.connections["idle_dropped"] += 1
+                    log.info("dropped %s: no attach within %s s", peer, self.handshake_timeout)
             finally:
                 # Input is released by now: the slot is free before the goodbye, not after it.
                 self._free(holder)
-                linger_close(sock)
+                if not stranger.dropped:
+                    linger_close(sock)
+                self._leave_pool(stranger)
                 with contextlib.suppress(OSError):
                     sock.close()
         except Exception:
             log.exception("connection from %s failed", peer)
         finally:
             self._free(holder)
+            self._leave_pool(stranger)
             with contextlib.suppress(OSError):
                 raw.close()
-            self._slots.release()
             self._threads.discard(threading.current_thread())
+
+
+class _Stranger:
+    """A connection that has not attached: its number (order of arrival), descriptor (to end it from
+    another thread), address and deadline (time.monotonic)."""
+
+    def __init__(self, number: int, fd: int, address: str, deadline: float) -> None:
+        self.number = number
+        self.fd = fd
+        self.address = address
+        self.deadline = deadline
+        self.dropped = False
+
+
+def _shutdown(fd: int) -> None:
+    """Shut both directions of the socket with descriptor `fd` without closing it (its owner does)."""
+    with contextlib.suppress(OSError):
+        sock = socket.socket(fileno=fd)
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.detach()
 
 
 def _family(host: str) -> socket.AddressFamily:

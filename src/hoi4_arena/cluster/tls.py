@@ -109,6 +109,10 @@ def client_context() -> ssl.SSLContext:
 class PinError(ssl.SSLError):
     """The station presented a certificate other than the pinned one."""
 
+    def __str__(self) -> str:
+        # SSLError made with one argument prints it as a tuple's repr: ('...',)
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
 
 def connect_pinned(host: str, port: int, fingerprint: str, timeout: float = 10.0) -> ssl.SSLSocket:
     """A TLS 1.3 connection to host:port whose certificate has `fingerprint`, or PinError / OSError."""

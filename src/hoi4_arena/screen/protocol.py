@@ -24,6 +24,12 @@ key and button. An observer connection (`serve(..., observer=True)`) may only at
 read the game log and read telemetry (nothing it can call sends input or changes what the worker holds);
 its `close` ends the connection, not the worker.
 
+A server for strangers (a station, cluster/station.py) serves more strictly: `serve(...,
+framing_errors_close=True)` ends the connection after any framing error (`malformed`,
+`header_too_large`, `bad_payload` too, not only the unrecoverable ones), and `unattached_limits` bound
+the header and payload a connection may send before it has attached (a `TimedReader` with
+`first_deadline` bounds how long that first message may take).
+
 Transports: `serve(worker, rfile, wfile)` works on any pair of binary streams (a socket's makefile,
 pipes); `spawn_stdio_worker(argv)` starts a subprocess that serves a worker on its stdin/stdout (see
 `serve_stdio` and this module's command line) and returns its client.
@@ -116,16 +122,30 @@ class TimedReader:
     and `readinto` that `read_message` uses.
     """
 
-    def __init__(self, source: socket.socket | int, message_timeout: float | None = MESSAGE_TIMEOUT) -> None:
+    def __init__(
+        self,
+        source: socket.socket | int,
+        message_timeout: float | None = MESSAGE_TIMEOUT,
+        *,
+        first_deadline: float | None = None,
+        chunk: int = _CHUNK,
+    ) -> None:
+        """`first_deadline`: a `time.monotonic()` instant by which the first message must have arrived
+        whole, its first byte included (a server's bound on a stranger's attach). `chunk`: the most
+        bytes one receive asks for (what a buffer can hold beyond the message being read)."""
         self._sock = source if isinstance(source, socket.socket) else None
         self._fd = None if self._sock is not None else int(source)
         self.message_timeout = message_timeout
+        self.chunk = chunk
         self._buffer = bytearray()
         self._deadline: float | None = None
+        self._first_deadline = first_deadline
+        self._first = False
         self._eof = False
 
     def begin_message(self) -> None:
-        self._deadline = None
+        self._first = self._first_deadline is not None
+        self._deadline, self._first_deadline = self._first_deadline, None
 
     def ready(self, timeout: float) -> bool:
         """Whether a byte (or the end of the stream) can be read without waiting past `timeout` s."""
@@ -143,15 +163,21 @@ class TimedReader:
         if self._deadline is None and self.message_timeout is not None:
             self._deadline = time.monotonic() + self.message_timeout
 
-    def _fill(self, limit: int = _CHUNK) -> bool:
+    def _late(self) -> ProtocolError:
+        if self._first:
+            return ProtocolError("timeout", "the first message did not arrive whole in time", fatal=True)
+        return ProtocolError(
+            "timeout", f"a message did not arrive whole within {self.message_timeout} s", fatal=True
+        )
+
+    def _fill(self, limit: int | None = None) -> bool:
         """Receive more bytes into the buffer; False at the end of the stream."""
         if self._eof:
             return False
+        limit = self.chunk if limit is None else min(limit, self.chunk)
         timeout = None if self._deadline is None else self._deadline - time.monotonic()
         if timeout is not None and timeout <= 0:
-            raise ProtocolError(
-                "timeout", f"a message did not arrive whole within {self.message_timeout} s", fatal=True
-            )
+            raise self._late()
         try:
             if self._sock is not None:
                 self._sock.settimeout(timeout)
@@ -162,9 +188,7 @@ class TimedReader:
                     raise TimeoutError
                 data = os.read(self._fd, limit)
         except TimeoutError:
-            raise ProtocolError(
-                "timeout", f"a message did not arrive whole within {self.message_timeout} s", fatal=True
-            ) from None
+            raise self._late() from None
         if not data:
             self._eof = True
             return False
@@ -187,7 +211,7 @@ class TimedReader:
                 line = bytes(self._buffer[:n])
                 del self._buffer[:n]
                 return line
-            start = max(0, len(self._buffer) - _CHUNK)
+            start = max(0, len(self._buffer) - self.chunk)
 
     def read(self, n: int) -> bytes:
         if self._buffer:
@@ -338,12 +362,17 @@ def _read_exact(rfile: BinaryIO, n: int) -> bytearray | None:
 
 
 def read_message(
-    rfile: BinaryIO, *, max_header: int = MAX_HEADER, max_payload: int = MAX_PAYLOAD
+    rfile: BinaryIO,
+    *,
+    max_header: int = MAX_HEADER,
+    max_payload: int = MAX_PAYLOAD,
+    resync: bool = True,
 ) -> tuple[dict, dict[str, np.ndarray]] | None:
     """Read one message: (header, arrays), or None at the end of the stream.
 
     Raises ProtocolError for a bad message after consuming it whole (the stream stays in step), or
-    with code 'disconnected' when the stream ends inside a message.
+    with code 'disconnected' when the stream ends inside a message. `resync=False`: an oversized
+    header line is not read to its end but raised at once as fatal (the caller closes the connection).
     """
     begin = getattr(rfile, "begin_message", None)
     if begin is not None:
@@ -354,6 +383,8 @@ def read_message(
     if not line.endswith(b"\n"):
         if len(line) <= max_header:
             raise ProtocolError("disconnected", "the stream ended inside a header line")
+        if not resync:
+            raise ProtocolError("header_too_large", f"header line longer than {max_header} bytes", fatal=True)
         while not line.endswith(b"\n"):  # skip the rest of the oversized line to stay in step
             line = rfile.readline(_CHUNK)
             if not line:
@@ -618,12 +649,17 @@ def serve(
     max_header: int = MAX_HEADER,
     max_payload: int = MAX_PAYLOAD,
     authorize: Callable[[dict], bool] | None = None,
+    unattached_limits: tuple[int, int] | None = None,
+    framing_errors_close: bool = False,
 ) -> bool:
     """Serve `worker` on one connection until `close` or the end of the stream.
 
     `authorize(attach_params)`, when given, decides at `attach` whether the connection may go on and
     as what: it returns True for a read-only observer, False for a full connection, or raises
     `WorkerError` to refuse; with it, a refused attach or any op before attach ends the connection.
+    `unattached_limits` (max header, max payload) replace the limits until the connection has
+    attached; `framing_errors_close` makes every framing error end the connection (see the module
+    docstring).
 
     Requests are handled one at a time, in order. A framing error the stream cannot recover from (see
     the module docstring) is answered where possible and ends the connection; a `TimedReader` as
@@ -636,15 +672,20 @@ def serve(
     try:
         while True:
             message = None
+            limits = (max_header, max_payload)
+            if unattached_limits is not None and not session.attached:
+                limits = unattached_limits
             try:
-                message = read_message(rfile, max_header=max_header, max_payload=max_payload)
+                message = read_message(
+                    rfile, max_header=limits[0], max_payload=limits[1], resync=not framing_errors_close
+                )
             except ProtocolError as error:
                 if error.code == "disconnected":
                     log.info("client disconnected: %s", error.message)
                     break
                 reply, reply_arrays = _error(error.request_id, error.code, error.message), None
                 # A fatal error is answered, then the connection ends: the stream is out of step.
-                stop = error.fatal
+                stop = error.fatal or framing_errors_close
                 if stop:
                     log.warning("closing the connection: %s", error.message)
             except OSError as error:
