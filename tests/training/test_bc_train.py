@@ -180,3 +180,23 @@ def test_clip_encoders_train_on_clips_and_the_summary_says_so(marker_data: Path,
     assert summary["steps"] == 2 and summary["stopped"] == "max_steps"
     checkpoint = load_checkpoint(tmp_path / "clip" / "last.pt")
     assert checkpoint.config.reads_clip and checkpoint.config.encoder == "cnn_clip"
+
+
+@pytest.mark.parametrize(
+    ("fields", "shown"),
+    [
+        ({"arena": "river"}, "plays river"),
+        ({"extra": {"record_ai": {"map": "plains:1000"}}}, "plays plains:1000"),
+    ],
+)
+def test_sessions_on_the_benchmarks_maps_are_refused(
+    marker_data: Path, tmp_path: Path, fields: dict, shown: str
+) -> None:
+    """The benchmark's maps (maps/held_out.py: river, map seeds >= 1000) are for evaluation only."""
+    manifest_path = next(marker_data.rglob("manifest.json"))
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**manifest, **fields}))
+    result = runner.invoke(app, ["train-bc", str(marker_data), str(tmp_path / "run"), *FAST, *TINY_ARGS])
+    assert isinstance(result.exception, UserError), result.output
+    assert f"{shown} is on the benchmark's maps" in str(result.exception), str(result.exception)
+    assert not (tmp_path / "run").exists()

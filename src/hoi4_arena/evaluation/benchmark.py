@@ -135,7 +135,7 @@ def format_board(board: dict[str, Any]) -> str:
     for suite, entry in board["suites"].items():
         lines += [
             "",
-            f"## {suite}: {entry['pairs']} maps, {entry['games']} games a player",
+            f"## {suite}: {entry['pairs']} map{'s' if entry['pairs'] > 1 else ''}, {entry['games']} games a player",
             "",
             "| player | games | won | drawn | lost | win rate [95% Wilson] | setup complete | mean score |",
             "|---|---:|---:|---:|---:|---|---:|---:|",

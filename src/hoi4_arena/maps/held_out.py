@@ -105,7 +105,10 @@ def refuse_suite_maps(
     map that is not known (None) passes."""
     for spec in specs:
         if spec and on_suite_maps(spec, map_seeds):
-            drawn = f" with map seeds {map_seeds[0]}-{map_seeds[1]}" if map_seeds and ":" not in spec else ""
+            preset, seed = _preset_and_seed(spec)
+            drawn = ""
+            if map_seeds and seed is None and preset != HELD_OUT_PRESET:  # the drawn seeds decided it
+                drawn = f" with map seeds {map_seeds[0]}-{map_seeds[1]}"
             raise UserError(
                 f"{what} {spec}{drawn} is on the benchmark's maps (the river preset, or map seed >= "
                 f"{FIRST_MAP_SEED}): no training may use them; train on other maps (docs/play.md, the benchmark)"
