@@ -75,12 +75,6 @@ ORDER_OF["replan"] = "offensive"
 """The manifest order that says an intent's step is done (its effect seen)."""
 
 
-def intent_index(name: str) -> int:
-    if name not in INTENTS:
-        raise UserError(f"unknown intent {name!r}; the intents are {', '.join(INTENTS)}")
-    return INTENTS.index(name)
-
-
 def vocabulary() -> dict[str, Any]:
     """What a checkpoint and a report record of the vocabulary."""
     return {"version": VERSION, "intents": list(INTENTS)}

@@ -128,7 +128,3 @@ class InputEvent:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))
-
-    @property
-    def key_name(self) -> str:
-        return KEY_NAMES.get(self.key, "")

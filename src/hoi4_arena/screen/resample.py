@@ -70,17 +70,6 @@ class AxisPlan:
         """The same plan reading from `offset` input pixels further on (a crop inside a larger frame)."""
         return AxisPlan(self.start + offset, self.weights, self.den)
 
-    @staticmethod
-    def concat(plans: Sequence[AxisPlan]) -> AxisPlan:
-        """Several plans side by side (e.g. the left and right quadrants), padded to the same taps."""
-        taps = max(plan.taps for plan in plans)
-        weights = [np.pad(p.weights, ((0, 0), (0, taps - p.taps))) for p in plans]
-        return AxisPlan(
-            np.concatenate([p.start for p in plans]),
-            np.concatenate(weights),
-            np.concatenate([p.den for p in plans]),
-        )
-
 
 @functools.lru_cache(maxsize=256)
 def axis_plan(n_in: int, n_out: int) -> AxisPlan:

@@ -282,11 +282,6 @@ class SessionWriter:
         self.manifest = dataclasses.replace(self.manifest, **fields)
         self._write_manifest()
 
-    @staticmethod
-    def _write_line(handle: IO[bytes], data: dict) -> None:
-        handle.write(json.dumps(data, separators=(",", ":")).encode() + b"\n")
-        handle.flush()
-
     # --- finishing ---------------------------------------------------------------------------------
 
     def close(self, reason: str = "closed", **ended_fields: Any) -> dict[str, Any]:

@@ -157,13 +157,6 @@ class DistillConfig:
             raise UserError("--tower-args shape a timm teacher; a policy checkpoint's encoder has its own")
 
     @property
-    def teacher_kind(self) -> str:
-        """'timm' (timm:NAME, untrained), 'weights' (a .safetensors tower) or 'checkpoint' (a policy's encoder)."""
-        if self.teacher.startswith(TIMM_PREFIX):
-            return "timm"
-        return "weights" if Path(self.teacher).suffix == ".safetensors" else "checkpoint"
-
-    @property
     def student_config(self) -> Any:
         """The student's PolicyConfig (UserError naming a key that is unknown or refused)."""
         from hoi4_arena.models.config import PolicyConfig

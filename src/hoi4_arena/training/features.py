@@ -383,10 +383,6 @@ class FeatureCache:
     def cell_dim(self) -> int:
         return int(self.layout["arrays"]["cells"]["shape"][1])
 
-    @property
-    def fact_names(self) -> list[str]:
-        return list(self.layout["facts"])
-
 
 def load_perception(
     spec: str, widths: dict[str, Any], device: torch.device | str = "cpu"

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hoi4_arena.data.sources import DataSet, SessionSource, find_sessions
+from hoi4_arena.data.sources import SessionSource, find_sessions
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import SETUP_STEPS, ArenaState
 from hoi4_arena.sessions.format import SOURCES
@@ -182,12 +182,6 @@ class ValueData:
     held_out_by: str
     """'split' (the sessions' own val split) or 'maps' (a seeded share of the maps)."""
     skipped: list[dict[str, str]] = field(default_factory=list)
-
-    def data_set(self) -> DataSet:
-        """The same games as the data loader's DataSet (train and val session lists)."""
-        return DataSet(
-            self.data_dir, [g.source for g in self.train], [g.source for g in self.val], self.skipped
-        )
 
     def describe(self) -> dict:
         return {
