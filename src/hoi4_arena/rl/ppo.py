@@ -78,7 +78,7 @@ from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule, rung_starts
 from hoi4_arena.rl.rollout_game import RolloutSettings
 from hoi4_arena.screen.rewards import OUTCOME, TERMS
-from hoi4_arena.training.run_control import adam
+from hoi4_arena.training.run_control import adam, open_run, resumed_changes
 
 log = logging.getLogger(__name__)
 
@@ -162,15 +162,6 @@ def _start_policy(config: PPOConfig) -> tuple[Policy, dict[str, Any]]:
     return policy, identity
 
 
-def _refuse_existing_run(out: Path) -> None:
-    existing = [p.name for p in (out / PROGRESS, out / LAST, out / CONFIG) if p.exists()]
-    if existing:
-        raise UserError(
-            f"{out} already holds a train-ppo run ({', '.join(existing)}); pass --resume to continue it, "
-            "or choose another output folder"
-        )
-
-
 def _batch(
     rollout: Rollout, picked: list[tuple[int, int, int]], window: int
 ) -> tuple[Observation, torch.Tensor, PolicyState, np.ndarray, np.ndarray, torch.Tensor]:
@@ -211,6 +202,13 @@ def _game_stats(finished: list[dict[str, Any]], weights: dict[str, float]) -> di
     return stats
 
 
+def _progress_file(path: Path) -> Any:
+    saved = load_checkpoint(path)
+    if "ppo_config" not in saved.extra:
+        raise UserError(f"{path} is not a train-ppo progress file")
+    return saved
+
+
 def train_ppo(
     config: PPOConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -219,17 +217,10 @@ def train_ppo(
     out = Path(config.out)
 
     # --- settings and resume: everything is checked before anything is written ---
-    saved = None
-    if resume:
-        if not (out / PROGRESS).is_file():
-            raise UserError(f"nothing to resume: {out / PROGRESS} does not exist")
-        saved = load_checkpoint(out / PROGRESS)
-        if "ppo_config" not in saved.extra:
-            raise UserError(f"{out / PROGRESS} is not a train-ppo progress file")
+    saved = open_run(out, resume, "train-ppo", (PROGRESS, LAST, CONFIG), _progress_file)
+    if saved is not None:
         stored = PPOConfig.from_dict(saved.extra["ppo_config"])
-        config = stored.resumed_with({k: v for k, v in (changes or {}).items() if k != "out"})
-    elif out.exists():
-        _refuse_existing_run(out)
+        config = stored.resumed_with(resumed_changes(changes, ("out",)))
     if config.threads:
         torch.set_num_threads(config.threads)
 

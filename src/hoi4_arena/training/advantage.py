@@ -215,9 +215,9 @@ def compute_advantages(config: AdvantageConfig) -> dict[str, Any]:
     started = time.monotonic()
     if config.threads:
         torch.set_num_threads(config.threads)
-    from hoi4_arena.training.critic import pick_device
+    from hoi4_arena.training.run_control import device_of
 
-    value_of, described, layout = _value_model(config, pick_device(config.device))
+    value_of, described, layout = _value_model(config, device_of(config.device))
     data = value_games(config.data, config.sources, layout, seed=0, need_val=False)
     games = data.train + data.val
     values = value_of(games)

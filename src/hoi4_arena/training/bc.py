@@ -69,7 +69,7 @@ from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.advantage import AdvantageWeights
 from hoi4_arena.training.bc_config import BCConfig
 from hoi4_arena.training.objectives import Objectives, build_objectives
-from hoi4_arena.training.run_control import adam, device_of, stop_on_interrupt
+from hoi4_arena.training.run_control import adam, device_of, open_run, resumed_changes, stop_on_interrupt
 
 log = logging.getLogger(__name__)
 
@@ -293,17 +293,14 @@ def _as_tuples(value: Any) -> Any:
     return tuple(_as_tuples(v) for v in value) if isinstance(value, list | tuple) else value
 
 
-def _refuse_existing_run(out: Path) -> None:
-    existing = [p.name for p in (out / PROGRESS, out / LAST, out / CONFIG) if p.exists()]
-    existing += [p.name for p in sorted(out.glob("epoch-*.pt"))][:1]
-    if existing:
-        raise UserError(
-            f"{out} already holds a training run ({', '.join(existing)}); pass --resume to continue it, "
-            "or choose another output folder"
-        )
-
-
 # --- the run ---
+
+
+def _progress_file(path: Path) -> Any:
+    saved = load_checkpoint(path)
+    if "train_config" not in saved.extra:
+        raise UserError(f"{path} is not a train-bc progress file")
+    return saved
 
 
 def train_bc(
@@ -312,17 +309,10 @@ def train_bc(
     """Train (or resume) a behaviour-cloning run; returns the summary the command prints."""
     started = time.monotonic()
     out = Path(config.out)
-    saved = None
-    if resume:
-        if not (out / PROGRESS).is_file():
-            raise UserError(f"nothing to resume: {out / PROGRESS} does not exist")
-        saved = load_checkpoint(out / PROGRESS)
-        if "train_config" not in saved.extra:
-            raise UserError(f"{out / PROGRESS} is not a train-bc progress file")
+    saved = open_run(out, resume, "training", (PROGRESS, LAST, CONFIG, "epoch-*.pt"), _progress_file)
+    if saved is not None:
         stored = BCConfig.from_dict(saved.extra["train_config"])
-        config = stored.resumed_with({k: v for k, v in (changes or {}).items() if k not in ("data", "out")})
-    elif out.exists():
-        _refuse_existing_run(out)
+        config = stored.resumed_with(resumed_changes(changes, ("data", "out")))
     if config.threads:
         torch.set_num_threads(config.threads)
     device = device_of(config.device)

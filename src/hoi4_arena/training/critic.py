@@ -45,7 +45,7 @@ from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_check
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.terminal import progress_bar
-from hoi4_arena.training.run_control import adam
+from hoi4_arena.training.run_control import adam, device_of
 from hoi4_arena.training.value_config import CriticConfig
 from hoi4_arena.training.value_data import ValueData, value_games
 from hoi4_arena.training.value_report import by_day_table, report
@@ -55,14 +55,6 @@ log = logging.getLogger(__name__)
 CHECKPOINT = "critic.pt"
 REPORT = "report.json"
 CONFIG = "config.json"
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"device {name} asked for, but torch sees no CUDA device here; use --device cpu")
-    return torch.device(name)
 
 
 def critic_policy(config: CriticConfig) -> Policy:
@@ -172,7 +164,7 @@ def train_critic(config: CriticConfig) -> dict[str, Any]:
         raise UserError(f"{out / CHECKPOINT} exists; choose another output folder")
     if config.threads:
         torch.set_num_threads(config.threads)
-    device = pick_device(config.device)
+    device = device_of(config.device)
 
     # --- model, then data (the layout comes from the model) ---
     policy = critic_policy(config).to(device)

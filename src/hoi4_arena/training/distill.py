@@ -60,7 +60,7 @@ from hoi4_arena.models.policy import Policy
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.distill_config import TIMM_PREFIX, DistillConfig, parse_student
-from hoi4_arena.training.run_control import adam
+from hoi4_arena.training.run_control import adam, device_of
 
 log = logging.getLogger(__name__)
 
@@ -267,14 +267,6 @@ def spread(items: list, count: int) -> list:
 # --- the run -----------------------------------------------------------------------------------------------
 
 
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"device {name} asked for, but torch sees no CUDA device here; use --device cpu")
-    return torch.device(name)
-
-
 @dataclass
 class Frames:
     """The frames of a set of sessions as distillation reads them."""
@@ -427,7 +419,7 @@ def distill(config: DistillConfig) -> dict[str, Any]:
         raise UserError(f"{out / CHECKPOINT} exists; choose another output folder")
     if config.threads:
         torch.set_num_threads(config.threads)
-    device = pick_device(config.device)
+    device = device_of(config.device)
     student_config = config.student_config
     layout = student_config.layout
 

@@ -52,7 +52,7 @@ from hoi4_arena.models.policy import Observation
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP, in_order
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.idm_config import LabelConfig, TrainIDMConfig
-from hoi4_arena.training.run_control import adam, device_of, stop_on_interrupt
+from hoi4_arena.training.run_control import adam, device_of, open_run, resumed_changes, stop_on_interrupt
 
 log = logging.getLogger(__name__)
 
@@ -228,25 +228,23 @@ def report(predicted: np.ndarray, truth: np.ndarray, nll: float | None = None) -
 # --- the run ---------------------------------------------------------------------------------------
 
 
+def _progress_file(path: Path) -> Any:
+    saved = load_idm(path)
+    if "train_config" not in saved.extra:
+        raise UserError(f"{path} is not a train-idm progress file")
+    return saved
+
+
 def train_idm(
     config: TrainIDMConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Train (or resume) an IDM; returns the summary the command prints."""
     started = time.monotonic()
     out = Path(config.out)
-    saved = None
-    if resume:
-        if not (out / PROGRESS).is_file():
-            raise UserError(f"nothing to resume: {out / PROGRESS} does not exist")
-        saved = load_idm(out / PROGRESS)
-        if "train_config" not in saved.extra:
-            raise UserError(f"{out / PROGRESS} is not a train-idm progress file")
+    saved = open_run(out, resume, "train-idm", (PROGRESS, LAST, CONFIG), _progress_file)
+    if saved is not None:
         stored = TrainIDMConfig.from_dict(saved.extra["train_config"])
-        config = stored.resumed_with({k: v for k, v in (changes or {}).items() if k not in ("data", "out")})
-    elif out.exists() and any((out / name).exists() for name in (PROGRESS, LAST, CONFIG)):
-        raise UserError(
-            f"{out} already holds a train-idm run; pass --resume to continue it, or choose another folder"
-        )
+        config = stored.resumed_with(resumed_changes(changes, ("data", "out")))
     if config.threads:
         torch.set_num_threads(config.threads)
     device = device_of(config.device)

@@ -64,7 +64,7 @@ from hoi4_arena.models.token_embedding import LatticeEmbedding, TokenEmbedding
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.features import CachedSession, FeatureCache, open_cache
 from hoi4_arena.training.research_config import MemoryStudyConfig
-from hoi4_arena.training.run_control import adam, device_of, stop_on_interrupt
+from hoi4_arena.training.run_control import adam, device_of, open_run, stop_on_interrupt
 
 PROGRESS = "progress.pt"
 MODEL = "memory.pt"
@@ -388,13 +388,11 @@ def game_order(train: list[int], seed: int, game: int) -> int:
     return train[int(np.random.default_rng([seed, 2, cycle]).permutation(len(train))[at])]
 
 
-def _refuse_existing(out: Path) -> None:
-    existing = [p.name for p in (out / PROGRESS, out / MODEL, out / REPORT, out / CONFIG) if p.exists()]
-    if existing:
-        raise UserError(
-            f"{out} already holds a train-memory run ({', '.join(existing)}); pass --resume to continue it, "
-            "or choose another output folder"
-        )
+def _progress_file(path: Path) -> dict[str, Any]:
+    saved = read_torch_file(path, "train-memory progress file")
+    if not isinstance(saved, dict) or saved.get("format") != FORMAT:
+        raise UserError(f"{path} is not a train-memory progress file")
+    return saved
 
 
 def train_memory(
@@ -411,13 +409,8 @@ def train_memory(
     computes are refused. `stop_after` stops cleanly after that many steps in all, as Ctrl+C does (tests)."""
     started = time.monotonic()
     out = Path(config.out)
-    saved = None
-    if resume:
-        if not (out / PROGRESS).is_file():
-            raise UserError(f"nothing to resume: {out / PROGRESS} does not exist")
-        saved = read_torch_file(out / PROGRESS, "train-memory progress file")
-        if not isinstance(saved, dict) or saved.get("format") != FORMAT:
-            raise UserError(f"{out / PROGRESS} is not a train-memory progress file")
+    saved = open_run(out, resume, "train-memory", (PROGRESS, MODEL, REPORT, CONFIG), _progress_file)
+    if saved is not None:
         stored = saved["config"]
         given = config.to_dict() if changes is None else changes
         kept = (*RESUMABLE, "features", "out")
@@ -427,8 +420,6 @@ def train_memory(
                 f"--resume continues the stored run; these settings differ from it: {', '.join(changed)}"
             )
         config = MemoryStudyConfig.from_dict({**stored, **{k: getattr(config, k) for k in kept}})
-    elif out.exists():
-        _refuse_existing(out)
     if config.threads:
         torch.set_num_threads(config.threads)
     device = device_of(config.device)

@@ -1,5 +1,6 @@
-"""What every training command's loop shares with the machine: the device to train on, the optimizer, and
-Ctrl+C that stops after the current step (so the run saves) instead of killing it.
+"""What every training command's run shares: its folder (another run's refused, a resume's progress file
+read before anything is written), the device to train on, the optimizer, and Ctrl+C that stops after the
+current step (so the run saves) instead of killing it.
 
 Try: .venv/bin/python -c "from hoi4_arena.training.run_control import device_of; print(device_of('auto'))"
 """
@@ -9,15 +10,46 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 
 from hoi4_arena.errors import UserError
 
 log = logging.getLogger(__name__)
+
+Saved = TypeVar("Saved")
+
+
+def open_run(
+    out: Path, resume: bool, command: str, files: Sequence[str], load: Callable[[Path], Saved]
+) -> Saved | None:
+    """A training run's folder, checked before anything is written. With `resume`: its progress file
+    (`files[0]`) read by `load` (which refuses a file of another command), or UserError when there is
+    none. Without: UserError when `out` holds any of `files` (names or glob patterns), another run that
+    only --resume may continue; None."""
+    progress = out / files[0]
+    if resume:
+        if not progress.is_file():
+            raise UserError(f"nothing to resume: {progress} does not exist")
+        return load(progress)
+    if out.is_dir():
+        existing = [hit.name for pattern in files for hit in sorted(out.glob(pattern))[:1]]
+        if existing:
+            raise UserError(
+                f"{out} already holds a {command} run ({', '.join(existing)}); pass --resume to continue "
+                "it, or choose another output folder"
+            )
+    return None
+
+
+def resumed_changes(changes: dict[str, Any] | None, kept: Sequence[str]) -> dict[str, Any]:
+    """The settings the user gave a resumed run, less those it keeps from the command line (its data and
+    output folder): what `resumed_with` compares with the stored run."""
+    return {k: v for k, v in (changes or {}).items() if k not in kept}
 
 
 def device_of(name: str) -> torch.device:
