@@ -41,7 +41,6 @@ Try: .venv/bin/python bench/rollout.py --games 4 --decisions 50
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -53,11 +52,9 @@ import torch
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
-from hoi4_arena.rl.rollout_worker import LocalWorker, RayWorker, WorkerDied, WorkerProcess
+from hoi4_arena.rl.vector_games import VectorGames
 from hoi4_arena.screen.game import sampling_seed
 from hoi4_arena.screen.rewards import OUTCOME, TERMS, total
-
-log = logging.getLogger(__name__)
 
 VIEWS = (("global_view", "global"), ("quadrants", "quadrants"), ("fovea", "fovea"))
 
@@ -243,11 +240,12 @@ class Rollout:
 
 
 class Rollouts:
-    """The engine of the module docstring. `workers` 0 plays every game in this process (serial mode);
-    otherwise that many spawned processes share the slots (slot s in process s % workers), or with `ray`
-    (the connected `ray` module) that many Ray actors. With `station` (a `cluster.peer_games.PeerGames`:
-    train-ppo --peer) every game is the station's, driven from this process (`workers` is not used); a
-    station holds one game at a time, so the schedule must have one slot."""
+    """The engine of the module docstring, a policy over the vector layer (`rl/vector_games.py`, whose
+    `VectorGames` takes `workers`, `ray` and `station`): `workers` 0 plays every game in this process
+    (serial mode); otherwise that many processes share the slots (slot s in process s % workers), or with
+    `ray` (the connected `ray` module) that many Ray actors. With `station` (a
+    `cluster.peer_games.PeerGames`: train-ppo --peer) every game is the station's, driven from this
+    process; a station holds one game at a time, so the schedule must have one slot."""
 
     def __init__(
         self,
@@ -262,8 +260,7 @@ class Rollouts:
         ray: Any = None,
         station: Any = None,
     ) -> None:
-        if station is not None and schedule.games != 1:
-            raise ValueError(f"a station plays one game at a time, not a rollout of {schedule.games} games")
+        self.vector = VectorGames(settings, schedule, workers=workers, ray=ray, station=station)
         self.settings = settings
         self.ray = ray
         self.league = league
@@ -272,22 +269,21 @@ class Rollouts:
         self.schedule = schedule
         self.weights = dict(weights or {})
         self.temperature = temperature
-        count = min(workers, schedule.games)
-        if station is not None:
-            count = 0  # the station runs the game; this process only relays it
-        self.workers: list[Any] = (
-            [LocalWorker(settings, station)] if count == 0 else [self._new_worker() for _ in range(count)]
-        )
         self.slots: list[_Slot] = []
-        self.replaced = 0
-        """Worker processes replaced after dying."""
 
     @property
     def games(self) -> int:
         return self.schedule.games
 
-    def _owner(self, slot: int) -> int:
-        return slot % len(self.workers)
+    @property
+    def workers(self) -> list[Any]:
+        """The vector layer's workers (processes, actors, or the serial stand-in)."""
+        return self.vector.workers
+
+    @property
+    def replaced(self) -> int:
+        """Worker processes replaced after dying."""
+        return self.vector.replaced
 
     def _fresh(self, policy: Policy, plan: GamePlan, step: Step) -> _Slot:
         state = policy.initial_state(1)
@@ -314,9 +310,10 @@ class Rollouts:
 
     def start(self, policy: Policy) -> None:
         """Begin every slot's first game."""
-        plans = [self.schedule.plan(slot, 0) for slot in range(self.games)]
-        steps = self._ask("begin", {s: (s, plans[s]) for s in range(self.games)})
-        self.slots = [self._fresh(policy, plans[s], steps[s]) for s in range(self.games)]
+        steps = self.vector.begin()
+        self.slots = [
+            self._fresh(policy, plan, step) for plan, step in zip(self.vector.plans, steps, strict=True)
+        ]
 
     def state(self) -> dict[str, Any]:
         """Plain content for progress.pt: each slot's game and where it is."""
@@ -344,16 +341,11 @@ class Rollouts:
             raise ValueError(f"the saved rollout has {len(saved)} slots, this one {self.games}")
         plans = [GamePlan(**s["plan"]) for s in saved]
         rivals = [s.get("rival") for s in saved]
-        requests = {
-            slot: (
-                slot,
-                plans[slot],
-                [d.numpy() for d in saved[slot]["decisions"]],
-                None if rivals[slot] is None else [d.numpy() for d in rivals[slot]["decisions"]],
-            )
-            for slot in range(self.games)
-        }
-        steps = self._ask("replay", requests)
+        steps = self.vector.replay(
+            plans,
+            [[d.numpy() for d in s["decisions"]] for s in saved],
+            [None if r is None else [d.numpy() for d in r["decisions"]] for r in rivals],
+        )
         self.slots = []
         for slot, s in enumerate(saved):
             generator = torch.Generator()
@@ -369,58 +361,7 @@ class Rollouts:
                     None if rivals[slot] is None else _restored_rival(rivals[slot], steps[slot]),
                 )
             )
-        self.replaced = int(state["replaced"])
-
-    # --- the workers --------------------------------------------------------------------------------
-
-    def _ask(self, op: str, requests: dict[int, Any]) -> dict[int, Step]:
-        """Send each worker its slots' requests, then collect the answers (lockstep). A dead worker
-        process is replaced; its slots begin their next games with an invalid, done step."""
-        by_worker: dict[int, list[int]] = {}
-        for slot in sorted(requests):
-            by_worker.setdefault(self._owner(slot), []).append(slot)
-        dead = set()
-        for w, slots in by_worker.items():
-            try:
-                self.workers[w].send((op, [requests[s] for s in slots]))
-            except WorkerDied:
-                dead.add(w)
-        answers: dict[int, Step] = {}
-        for w, slots in by_worker.items():
-            if w not in dead:
-                try:
-                    answers.update(zip(slots, self.workers[w].receive(), strict=True))
-                    continue
-                except WorkerDied as error:
-                    log.warning("%s: a fresh process takes its games", error)
-            answers.update(self._replace(w, slots, op))
-        return answers
-
-    def _new_worker(self) -> Any:
-        return WorkerProcess(self.settings) if self.ray is None else RayWorker(self.settings, self.ray)
-
-    def _replace(self, w: int, slots: list[int], op: str) -> dict[int, Step]:
-        if op != "step":
-            raise WorkerDied(f"a rollout process died while its games were being {op}ed")
-        self.workers[w].close()
-        self.workers[w] = self._new_worker()
-        self.replaced += 1
-        out = {}
-        plans = {s: self.schedule.plan(s, self.slots[s].plan.number + 1) for s in slots}
-        begun = self.workers[w]
-        begun.send(("begin", [(s, plans[s]) for s in slots]))
-        for s, step in zip(slots, begun.receive(), strict=True):
-            plan = self.slots[s].plan
-            step.done, step.valid, step.rewards = True, False, {}
-            step.summary = {
-                **asdict(plan),
-                "valid": False,
-                "reason": "worker process died",
-                "outcome": None,
-                "decisions": len(self.slots[s].decisions),
-            }
-            out[s] = step
-        return out
+        self.vector.replaced = int(state["replaced"])
 
     # --- collecting ---------------------------------------------------------------------------------
 
@@ -475,11 +416,9 @@ class Rollouts:
             store["entropy"].append(decision.entropy)
             store["value"].append(decision.value)
             rivals = self._rivals(policy)  # the other sides' tokens: played, not stored for training
-            requests = {}
             for s, slot in enumerate(self.slots):
                 slot.decisions.append(tokens[s])
-                requests[s] = (s, tokens[s], self.schedule.plan(s, slot.plan.number + 1), rivals.get(s))
-            answers = self._ask("step", requests)
+            answers = self.vector.step(tokens, rivals)
             for s in range(n):
                 step, slot = answers[s], self.slots[s]
                 for name in terms:
@@ -490,7 +429,7 @@ class Rollouts:
                     if not step.valid:
                         valid[game_start[s] : t + 1, s] = False
                     finished.append(step.summary)
-                    self.slots[s] = self._fresh(policy, requests[s][2], step)
+                    self.slots[s] = self._fresh(policy, self.vector.plans[s], step)
                     game_start[s] = t + 1
                 else:
                     slot.step = step
@@ -557,8 +496,7 @@ class Rollouts:
         return out
 
     def close(self) -> None:
-        for worker in self.workers:
-            worker.close()
+        self.vector.close()
 
     def __enter__(self) -> Rollouts:
         return self
