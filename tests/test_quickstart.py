@@ -95,6 +95,10 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     work = result["work"]
     assert work["fixed"] and work["train_steps"] == work["planned_steps"] == 6
     assert len(work["weights_sha256"]) == 64 and work["scaled"] is None
+    # Only `hoi4-arena quickstart` pins torch's CPU kernels (before torch loads, tests/test_numerics.py):
+    # this in-process run trained with the CPU's own, and its report says so.
+    assert work["numerics"]["pinned"] is False and work["numerics"]["settings"]["MKL_CBWR"] is None
+    assert "this CPU's own kernels" in (out / "report.html").read_text()
     trained = json.loads((out / "bc" / "config.json").read_text())["policy"]
     assert trained["width"] == 8 and trained["cell_pool"] == "mean_max"  # --policy over the quickstart's
     assert (out / "bc" / "last.pt").exists() and list((out / "bc" / "tb").iterdir())

@@ -30,6 +30,7 @@ from hoi4_arena.cli_options import (
     value_list,
 )
 from hoi4_arena.errors import UserError, existing_file
+from hoi4_arena.numerics import pin_numerics
 
 app = typer.Typer(
     name="hoi4-arena",
@@ -93,7 +94,7 @@ from hoi4_arena.quickstart import QuickstartConfig  # noqa: E402 -- torch-free u
 )
 def quickstart(config: QuickstartConfig) -> None:
     """From nothing to a learned agent: record scripted games, train, play the AI, report (fixed work: the
-    same weights and records on any machine of this kind)."""
+    same weights and records on one machine; torch's CPU kernels pinned to AVX2)."""
     from hoi4_arena.quickstart import run_quickstart
     from hoi4_arena.terminal import print_json
 
@@ -1162,6 +1163,10 @@ def main() -> None:
     message and exit status 2."""
     keep_freed_memory()  # large arrays reuse touched pages, in this process only (allocator.py)
     args = with_optional_values(sys.argv[1:])
+    if command_named(args) == "quickstart":
+        # Before torch loads: the main job's kernels, and its children's, are AVX2 on any x86-64 CPU, so a
+        # CPU with AVX-512 trains the same weights as one without (numerics.py).
+        pin_numerics()
     try:
         app_for(args)(args=args)
     except UserError as error:

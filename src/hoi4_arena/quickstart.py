@@ -26,7 +26,11 @@ Five stages, each leaving its output in OUT and resuming where it stopped when r
 
 The run is fixed by work, not by wall time: the demonstrations, games, seeds and training steps are
 settings, so the same command gives the same weights (`weights_sha256` in the report) and the same
-records on any machine of this kind; only the time it takes varies. `--budget-minutes B` bounds the
+records on one machine; only the time it takes varies. Torch's CPU libraries pick their kernels by the
+CPU (AVX-512 or AVX2), and 3,000 steps turn their different rounding into another policy, so the run pins
+them to AVX2 before torch loads, in its own processes (`cli.main` calls numerics.pin_numerics; the
+report says under which CPU and settings it trained): processes that would pick AVX-512 and AVX2 then
+train the same weights; two CPU models may still differ (oneDNN sizes its blocks by the caches). `--budget-minutes B` bounds the
 whole run instead: the games, their lengths and the demonstrations scale down with B (`scaled`), game
 stages stop starting games when their share of B is spent, training gets the time the rest leaves, and
 the report says it was time-bounded and how many steps it made. OUT/quickstart.json keeps the settings
@@ -50,6 +54,7 @@ from typing import Any
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import SETUP_STEPS
+from hoi4_arena.numerics import numerics
 from hoi4_arena.results import GameResult, read_results, wilson, win_record
 from hoi4_arena.terminal import stderr
 
@@ -678,6 +683,7 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
             "train_steps": training.get("steps"),
             "planned_steps": config.train_steps if config.budget_minutes is None else None,
             "weights_sha256": training.get("weights_sha256"),
+            "numerics": training.get("numerics"),
             "scaled": planned if config.scale < 1 else None,
             "games_played": {p: r["games"] + r["invalid"] for p, r in records.items()},
             "games_planned": planned["games"],
@@ -723,6 +729,24 @@ def _fine_tuning(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     return {"updates": config.rl_updates, "summary": state.stages.get("fine-tuning", {}), "paired": paired}
 
 
+def _numerics_text(state: dict[str, Any] | None) -> str:
+    """What the report says of the CPU and kernels the weights were trained with (numerics.py)."""
+    if not state:
+        return ""
+    where = f"on {html.escape(str(state.get('cpu')))} (AVX-512: {'yes' if state.get('avx512') else 'no'})"
+    if state.get("pinned"):
+        return (
+            f"Trained {where} with torch's CPU libraries pinned to AVX2 (ATen avx2, oneDNN AVX2, MKL's "
+            "COMPATIBLE branch): a CPU with or without AVX-512 trains the same weights; two CPU models may "
+            "still differ where oneDNN blocks a convolution by its caches."
+        )
+    return (
+        f"Trained {where} with this CPU's own kernels (ATen {html.escape(str(state.get('aten_capability')))}: "
+        "run in a process that `hoi4-arena quickstart` did not start, so not pinned to AVX2): another CPU "
+        "may train other weights."
+    )
+
+
 def _settings_text(settings: dict[str, Any]) -> str:
     def text(value: Any) -> str:
         return " ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
@@ -760,8 +784,9 @@ def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]
     if work["fixed"]:
         work_line = (
             f"The run is fixed by work: {work['train_steps']} optimizer steps and the seeds above, so the same "
-            f"command gives the same weights on any machine of this kind (weights sha256 "
-            f"<code>{esc(str(work['weights_sha256']))[:16]}</code>...); only the time varies."
+            f"command gives the same weights on this machine (weights sha256 "
+            f"<code>{esc(str(work['weights_sha256']))[:16]}</code>...); only the time varies. "
+            + _numerics_text(work["numerics"])
         )
     else:
         scaled = work["scaled"]
@@ -867,7 +892,9 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
         return spent_before + time.monotonic() - started
 
     def finish(stage: str, summary: dict[str, Any]) -> None:
-        state.stages[stage] = summary
+        # The CPU and kernels of the process that ran the stage: `hoi4-arena quickstart` pins them before
+        # torch loads (cli.main); a caller that loaded torch first runs on its CPU's own.
+        state.stages[stage] = {**summary, "numerics": numerics()}
         state.reported = False
         state.spent_seconds = spent()
         state.save(config.out)
