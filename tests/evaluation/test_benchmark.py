@@ -111,6 +111,39 @@ def test_a_tiny_run_makes_the_leaderboard_and_resumes_without_playing_twice(tmp_
     assert pair["paired_games"] == 2  # compared on the games both have
 
 
+def test_two_decodings_of_one_checkpoint_are_two_players(tmp_path: Path) -> None:
+    import hashlib
+
+    import torch
+
+    from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
+    from hoi4_arena.models.checkpoint import Provenance
+    from tiny import TINY
+
+    torch.set_num_threads(1)
+    checkpoint = save_checkpoint(
+        tmp_path / "tiny.pt",
+        Policy(PolicyConfig(layout="cpu", **TINY)),
+        provenance=Provenance(data="none", seed=0),
+    )
+    out = tmp_path / "bench"
+    quick = ["--suite", "river", "--pairs", "1", "--max-days", "1"]
+    first = _run(str(checkpoint), str(out), *quick)
+    second = _run(
+        str(checkpoint), str(out), *quick, "--mode", "sample", "--no-follow-through", "--temperature", "1"
+    )
+    prefix = hashlib.sha256(checkpoint.read_bytes()).hexdigest()[:12]
+    played = {**first["runs"], **second["runs"]}
+    assert set(played) == {f"river/{prefix}-point-t0.7-m8-ft", f"river/{prefix}-sample-t1-m8"}
+    assert all(run["played"] == 2 for run in played.values())
+    players = second["suites"]["river"]["players"]
+    assert {p["mode"] for p in players.values()} == {"point", "sample"}
+    assert all(
+        p["sha256"].startswith(prefix) and p["checkpoint"] == str(checkpoint) for p in players.values()
+    )
+    assert second["suites"]["river"]["compared"][0]["paired_games"] == 2
+
+
 def test_players_are_compared_on_the_games_both_have(tmp_path: Path) -> None:
     """Synthetic rows: A won both pairs' BLU games and drew the last; B drew the first and lacks the second
     pair."""
