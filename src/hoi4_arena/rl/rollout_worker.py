@@ -12,7 +12,8 @@ simulator), ignores Ctrl+C (the learner stops it), and serves requests one at a 
 
 An exception inside a request is sent back as ("error", text) and raised in the learner. A process
 that dies (killed, out of memory) shows as a closed pipe or a dead process: `WorkerProcess.receive`
-raises `WorkerDied`, and the engine marks its games invalid and starts a fresh process in its place.
+raises `WorkerDied`, and the vector layer (`rl/vector_games.py`) marks its games invalid and starts a fresh
+process in its place.
 `LocalWorker` is the same interface in the learner's own process (the serial mode, workers=0), and
 `RayWorker` a Ray actor's (train-ppo --ray: the games on any node of a cluster; a dead actor is a
 `WorkerDied` as a dead process is).
