@@ -97,6 +97,25 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# The torch tests (these folders) run on one CPU thread: on the shared 2-core machine torch's spinning
+# worker threads make a training step many times slower than one thread (24 ms against 500 ms at load 6),
+# and a resumed run must be compared with a run of the same thread count.
+ONE_TORCH_THREAD = ("tests/training/", "tests/play/", "tests/models/", "tests/rl/")
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread(request: pytest.FixtureRequest) -> Iterator[None]:
+    if not request.path.relative_to(request.config.rootpath).as_posix().startswith(ONE_TORCH_THREAD):
+        yield
+        return
+    import torch  # only here: most other tests' workers never load torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def xvfb() -> Iterator[Xvfb]:
     """A fresh private Xvfb (1920x1080x24) for one test; stopped by its PID at teardown."""

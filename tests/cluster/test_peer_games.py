@@ -35,12 +35,12 @@ from hoi4_arena.rl.rollout import Rollouts, Schedule
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.worker import WorkerError
+from tiny import TINY
 
 CLI = [sys.executable, "-m", "hoi4_arena.cli"]
 KEY_A = InputEvent(0, "key_down", 1, 1, key=0x41, source="policy")
 FIRST = {"arena": "plains", "seed": 0, "size": [320, 180], "layout": "cpu"}
 # A narrow policy (tests/rl's): a decision costs milliseconds on a CPU.
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
 
 
 def _free_port() -> int:

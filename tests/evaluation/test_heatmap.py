@@ -30,8 +30,7 @@ from hoi4_arena.screen.tokens import MOVE  # noqa: E402
 from hoi4_arena.sessions.reader import SessionReader  # noqa: E402
 from hoi4_arena.training.bc import train_bc  # noqa: E402
 from hoi4_arena.training.bc_config import BCConfig  # noqa: E402
-
-TINY = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, hidden=48, head_dim=48, position_dim=16)
+from tiny import TINY_BC as TINY
 
 
 @pytest.fixture(scope="module")

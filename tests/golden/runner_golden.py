@@ -25,9 +25,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: tiny.py, when run as a script
+from tiny import TINY  # noqa: E402
+
 GOLDEN = Path(__file__).with_name("runner.json")
 SIZE = (540, 960)
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
 # Fields of a results row that measure time or name files, not what happened in the game.
 UNSTABLE = ("session", "minutes")
 

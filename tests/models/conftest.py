@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import torch
 
 from hoi4_arena.models.config import ActionSpace, PolicyConfig
 from hoi4_arena.models.policy import Observation
-
-# Narrow widths: every module and path is exercised, in milliseconds per step on a CPU.
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Run model tests on one CPU thread: on a shared, busy machine torch's spinning worker threads
-    make a training step 20x slower than one thread (measured: 24 ms vs 500 ms at load 6 on 2 cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tiny import TINY
 
 
 @pytest.fixture

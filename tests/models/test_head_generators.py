@@ -6,8 +6,7 @@ import torch
 
 from hoi4_arena.models import Policy, PolicyConfig
 from hoi4_arena.models.policy import Observation
-
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
+from tiny import TINY
 
 
 def test_each_row_samples_what_its_own_batch_of_one_samples() -> None:

@@ -13,8 +13,8 @@ from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_check
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy
 from hoi4_arena.players.intents import INTENTS
+from tiny import TINY
 
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
 # Computed with the code before the intent input existed (main at 84a21c5): the same config must keep
 # drawing the same weights and giving the same scores.
 DEFAULT_SHA256 = "ffb347c8ebeb247fca273298dceb1c078bf0952ac086247d68127f1a545cf078"

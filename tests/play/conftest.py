@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import torch
 
 from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
 from hoi4_arena.models.checkpoint import Provenance
-
-# Narrow widths: the whole policy runs in a few milliseconds a decision on a CPU.
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """One CPU thread: on a shared, busy machine torch's spinning worker threads only slow a batch of one."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tiny import TINY
 
 
 @pytest.fixture

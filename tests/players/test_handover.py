@@ -14,8 +14,7 @@ from hoi4_arena.models.checkpoint import Provenance
 from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 from hoi4_arena.players.handover import draw_handover
 from hoi4_arena.sessions.check import check_session
-
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
+from tiny import TINY
 
 
 @pytest.fixture

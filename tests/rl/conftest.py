@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import torch
 
 from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
 from hoi4_arena.models.checkpoint import Provenance
 from hoi4_arena.rl.rollout_game import RolloutSettings
+from tiny import TINY
 
-# Narrow widths: the whole policy runs in a few milliseconds a decision on a CPU.
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
 SETTINGS = RolloutSettings(size=(360, 640), layout="cpu", speed=5, max_days=4)
 """A tiny game: 4 days at speed 5, about 20 decisions."""
 
@@ -27,14 +25,6 @@ def settings() -> RolloutSettings:
 @pytest.fixture
 def tiny() -> dict:
     return dict(TINY)
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

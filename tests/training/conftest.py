@@ -4,26 +4,14 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
 # The marker game lives beside the data tests, which use it too.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 
 from marker_game import write_marker_session  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """One thread: on the shared 2-core machine torch's spinning worker threads slow steps many times,
-    and resume must compare runs with the same thread count."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -15,8 +15,7 @@ from hoi4_arena.gamelog import parse_line
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.training.bc import train_bc
 from hoi4_arena.training.bc_config import BCConfig
-
-TINY = dict(width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32, head_dim=32, position_dim=8)
+from tiny import TINY
 
 
 def _first_frame(session: Path, side: str, wanted) -> int:

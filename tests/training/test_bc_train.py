@@ -20,10 +20,10 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.training.bc import train_bc
 from hoi4_arena.training.bc_config import BCConfig
+from tiny import TINY_BC as TINY
 
 runner = CliRunner()
 # A policy small enough to learn the marker game in seconds on one CPU thread.
-TINY = dict(width=8, summary_dim=16, cell_dim=24, fovea_dim=16, hidden=48, head_dim=48, position_dim=16)
 TINY_ARGS = ["--policy", ",".join(f"{k}={v}" for k, v in TINY.items())]
 FAST = ["--window", "4", "--batch", "4", "--threads", "1", "--chunk", "0", "--shuffle-windows", "16"]
 
