@@ -1,5 +1,6 @@
 """train-ppo --ladder: rollout games that start from make-ladder's rung saves (the schedule draws a save
-per game, the slot's side where the ladder has it; a running save's match is not started again)."""
+per game, the slot's side where the ladder has it; a running save's match is not started again); the
+Gymnasium env from the same saves, with the rollouts' rewards."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.play.ladder import LadderConfig, make_ladder
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rollout import Rollouts, Schedule, rung_starts
+from hoi4_arena.rl.rollout_game import GamePlan, RolloutGame, RolloutSettings
+from hoi4_arena.screen.env import SimEnv
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.worker import CaptureRequest
 
@@ -92,3 +95,31 @@ def test_a_ladder_on_the_benchmarks_maps_is_refused(
     )
     with pytest.raises(UserError, match=f"{preset}:{map_seed} is on the benchmark's maps"):
         PPOConfig(out=str(tmp_path / "a"), ladder=str(held_out))
+
+
+def test_the_env_goes_on_from_a_rung_save_with_the_rollouts_rewards(ladder: Path) -> None:
+    # The Gymnasium env from a save (reset options draw one per episode) and train-ppo's rollout game from
+    # the same save, given the same tokens: the saved screen first, the save's side, equal reward terms.
+    listing = json.loads((ladder / "ladder.json").read_text())
+    s3_day = max(row["day"] for row in listing["rungs"] if row["rung"] == "S3")
+    start = next(s for s in rung_starts(str(ladder), "S3") if s.side == "RED")
+    env = SimEnv(max_days=s3_day + 2, layout="cpu", reward={"provinces": 1.0, "setup": 0.5})
+    obs, info = env.reset(seed=0, options={"save": start.path})
+    with SimWorker(save=start.path, layout="cpu") as worker:
+        worker.attach()
+        saved = worker.capture(CaptureRequest(views=True)).views
+    np.testing.assert_array_equal(obs["global"], saved["global"])
+    assert info["side"] == "RED" and info["arena"]["attacker"]  # the saved match runs: not started again
+    game = RolloutGame(RolloutSettings(max_days=s3_day + 2))
+    game.begin(GamePlan(0, 0, start.preset, start.spec, 5, "RED", 0.5, save=start.path, running=True))
+    tokens, done = np.zeros((8, 3), dtype=np.int64), False
+    while not done:
+        _, reward, terminated, truncated, info = env.step(tokens)
+        step = game.step(tokens, GamePlan(0, 1, "plains", "plains:0", 1, "RED", 0.5))
+        assert info["terms"] == step.rewards and step.done == (terminated or truncated)
+        done = terminated or truncated
+    assert step.summary["valid"] and step.summary["days"] <= s3_day + 2
+    game.shutdown()
+    env.close()
+    with pytest.raises(UserError, match="no file"):
+        SimEnv(save=str(ladder / "none.simsave"))

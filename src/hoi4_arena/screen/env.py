@@ -30,6 +30,8 @@ then plays the side against the game's AI:
   the shaping terms `reward` weighs, e.g. `reward={"setup": 0.1, "provinces": 0.05}` (the terms setup,
   victory_points and provinces, each a potential difference read from the ARENA log; default: none, the
   outcome alone, as train-ppo's `--reward`);
+- start: a new game of `arena`, or with `save` the saved game going on (make-ladder's rungs: a
+  `reset(options={"save": path})` per episode draws them), its side the save's;
 - terminated at capitulation; truncated at the world's max days (a draw) or after `max_decisions`;
 - info (training only; a policy never sees it): the ARENA state folded from the log (date, attacker,
   winner, draw, per side divisions, strength, controlled, surrender, casualties, manpower), the side,
@@ -46,6 +48,7 @@ Try: python -m hoi4_arena.screen.env    (a random policy for 500 decisions, and 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -95,6 +98,10 @@ class SimEnvConfig:
     """Show the news window at the start (closing it is the player's job)."""
     events: bool = True
     """Open event windows every 20-40 game days."""
+    save: str | None = None
+    """A save the episode goes on from (make-ladder's rung saves, sim-save's files), or None: a new game.
+    The save fixes the map, the world's seeds, the side played, the AI and the screen (arena, side,
+    ai_strength, size, news and events are not used); a save whose match runs is not started again."""
 
     def __post_init__(self) -> None:
         try:
@@ -116,6 +123,10 @@ class SimEnvConfig:
         if not isinstance(self.max_decisions, int) or self.max_decisions < 0:
             raise UserError(f"max_decisions must be a whole number >= 0, not {self.max_decisions!r}")
         object.__setattr__(self, "reward", parse_weights(self.reward))
+        if self.save is not None and not Path(self.save).is_file():
+            raise UserError(
+                f"save {self.save!r} is no file (make-ladder's rung saves are OUT/GAME/S0.simsave ...)"
+            )
 
 
 def action_space() -> spaces.MultiDiscrete:
@@ -246,22 +257,31 @@ class SimEnv(gymnasium.Env):
         self._close_worker()
         game_seed = self.seed = int(self.np_random.integers(_SEED_BOUND))
         self.side = config.side if config.side != "random" else TAGS[int(self.np_random.integers(2))]
-        self.worker = SimWorker(
-            config.arena,
-            game_seed,
-            size=config.size,
-            layout=self.layout,
-            player=self.side,
-            ai={other_tag(self.side): float(config.ai_strength)},
-            max_days=config.max_days,
-            news=config.news,
-            events=config.events,
-            player_kind="policy",
-        )
+        running = False
+        if config.save is not None:  # the saved game goes on: its map, seeds, side and AI
+            self.worker = SimWorker(save=config.save, layout=self.layout)
+            self.worker.game.world.max_days = config.max_days  # from the game's start, as the save's own
+            self.side = self.worker.game.ui.player
+            running = self.worker.game.world.at_war  # declared: the harness must not start it again
+        else:
+            self.worker = SimWorker(
+                config.arena,
+                game_seed,
+                size=config.size,
+                layout=self.layout,
+                player=self.side,
+                ai={other_tag(self.side): float(config.ai_strength)},
+                max_days=config.max_days,
+                news=config.news,
+                events=config.events,
+                player_kind="policy",
+            )
         # One decision a step of the runner's game: the same match, grid and end as every command's games.
         self.game = Game(
             self.worker,
-            GameSettings(side=self.side, speed=config.speed, max_decisions=config.max_decisions),
+            GameSettings(
+                side=self.side, speed=config.speed, max_decisions=config.max_decisions, running=running
+            ),
         )
         self.game.start(self._observer)
         self.log = self.game.log
