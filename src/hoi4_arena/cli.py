@@ -29,6 +29,7 @@ from hoi4_arena.cli_options import (
     low_high,
     value_list,
 )
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError, existing_file
 from hoi4_arena.numerics import pin_numerics
 
@@ -531,7 +532,7 @@ def control_command(
 def sim_run_command(
     preset: Annotated[
         str, typer.Option("--preset", help="Preset name, preset:seed, or a map folder.")
-    ] = "plains",
+    ] = ARENA,
     seed: Annotated[
         int, typer.Option("--seed", help="World seed; also the map's seed unless --preset names one.")
     ] = 0,

@@ -35,6 +35,7 @@ from typing import Annotated, Any
 
 import typer
 
+from hoi4_arena import defaults
 from hoi4_arena.errors import UserError
 
 # --- the field docstrings ---------------------------------------------------------------------------
@@ -179,13 +180,35 @@ def _source_fields(ref: str) -> tuple[str, tuple[_Field, ...], dict[str, str]]:
             else:
                 raise TypeError(f"{ref}.{name}: a field() the command line cannot read from the source")
         else:
-            try:
-                fields.append(_Field(name, hint, default=ast.literal_eval(value)))
-            except ValueError:
-                raise TypeError(
-                    f"{ref}.{name}: its default is not a literal; import the config instead"
-                ) from None
+            fields.append(_Field(name, hint, default=_default_in_source(value, f"{ref}.{name}")))
     return qualname, (*fields, *inherited), {**docs, **_docs_of(node)}
+
+
+_SHARED = {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
+"""The shared defaults (`hoi4_arena.defaults`, which imports nothing) a config may name as a default."""
+
+
+def _default_in_source(value: ast.expr, where: str) -> Any:
+    """A field's default as written: a literal, or one built from the shared defaults' names (`ARENA`,
+    `(ARENA,)`)."""
+    try:
+        return ast.literal_eval(value)
+    except ValueError:
+        pass
+    names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    if names and names <= _SHARED.keys():
+        try:
+            return ast.literal_eval(ast.unparse(_Substitute().visit(value)))
+        except ValueError:
+            pass
+    raise TypeError(f"{where}: its default is not a literal; import the config instead") from None
+
+
+class _Substitute(ast.NodeTransformer):
+    """Each shared default's name replaced by its value, so the expression is a literal again."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.copy_location(ast.Constant(_SHARED[node.id]), node) if node.id in _SHARED else node
 
 
 def _base_ref(module: str, path: str, base: ast.expr, ref: str) -> str:

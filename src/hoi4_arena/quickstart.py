@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import SETUP_STEPS
 from hoi4_arena.numerics import numerics
@@ -128,7 +129,7 @@ class QuickstartConfig:
     budget_minutes: float | None = None
     """Bound the whole run by wall-clock minutes instead (>= 2): the games scale down, training gets
     what the rest leaves (the report says how many steps it made). None: fixed work, --train-steps."""
-    arena: str = "plains"
+    arena: str = ARENA
     """Training map(s): presets (map seed 0) or preset:seed, comma-separated; games cycle over them."""
     held_out: str = "river:7"
     """A map the demonstrations never show, where the learned and scripted players also play (none: skip)."""

@@ -24,6 +24,7 @@ import sys
 
 import numpy as np
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps import cache as map_cache
 from hoi4_arena.maps.invariants import four_way_corners
@@ -472,6 +473,6 @@ if __name__ == "__main__":
     import json
 
     arena = generate(
-        sys.argv[1] if len(sys.argv) > 1 else "plains", int(sys.argv[2]) if len(sys.argv) > 2 else 0
+        sys.argv[1] if len(sys.argv) > 1 else ARENA, int(sys.argv[2]) if len(sys.argv) > 2 else 0
     )
     print(json.dumps(arena.summary(), indent=1))

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hoi4_arena.defaults import TEMPERATURE, temperature_problem
 from hoi4_arena.models.config import ActionSpace, PointerGrid
 from hoi4_arena.models.pointer_target import gaussian_pointer_target
 from hoi4_arena.models.token_embedding import TokenEmbedding
@@ -239,7 +240,7 @@ class ActionHead(nn.Module):
         self,
         context: torch.Tensor,
         cells: torch.Tensor,
-        temperature: float = 1.0,
+        temperature: float = TEMPERATURE,
         generator: Generators = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Choose one action per row: (N, slots, 3) long tokens, their log p (N,) at temperature 1, and
@@ -251,8 +252,8 @@ class ActionHead(nn.Module):
         move kind, its cell's, column's and row's (the factors its log p is made of), each at that
         temperature: InfoPPO's information clock (`rl/`).
         """
-        if not temperature >= 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if why := temperature_problem(temperature):
+            raise ValueError(f"temperature {why}")
         n = context.shape[0]
         rows = torch.arange(n, device=cells.device)
         size = self.grid.cell_size

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from hoi4_arena.defaults import TEMPERATURE
 from hoi4_arena.models.cells import CellMap
 from hoi4_arena.models.config import ActionSpace, PointerGrid, PolicyConfig
 from hoi4_arena.models.detail import DetailReader
@@ -481,7 +482,7 @@ class Policy(nn.Module):
         obs: Observation,
         state: PolicyState | None = None,
         *,
-        temperature: float = 1.0,
+        temperature: float = TEMPERATURE,
         deterministic: bool = False,
         generator: Generators = None,
     ) -> Decision:
@@ -499,7 +500,7 @@ class Policy(nn.Module):
         obs: Observation,
         state: PolicyState | None = None,
         *,
-        temperature: float = 1.0,
+        temperature: float = TEMPERATURE,
         deterministic: bool = False,
         generator: Generators = None,
     ) -> tuple[torch.Tensor, PolicyState]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hoi4_arena.defaults import TEMPERATURE, temperature_problem
 from hoi4_arena.errors import UserError
 
 MODES = ("sample", "point", "deterministic")
@@ -26,7 +27,7 @@ class Decoding:
     sampled."""
     deterministic: bool = False
     """A checkpoint: argmax everywhere, the likeliest kind and each move on its likeliest spot."""
-    temperature: float = 1.0
+    temperature: float = TEMPERATURE
     """A checkpoint's sampling temperature of the kinds (and, without --point, of the pointer)."""
     reset_memory: int = 0
     """A checkpoint: start its memory afresh every N decisions, as train-bc's windows of N do (0: never)."""
@@ -53,12 +54,8 @@ class Decoding:
             or self.reset_memory < 0
         ):
             raise UserError(f"--reset-memory must be a whole number >= 0, not {self.reset_memory!r}")
-        if (
-            isinstance(self.temperature, bool)
-            or not isinstance(self.temperature, int | float)
-            or not 0 <= self.temperature <= 100
-        ):
-            raise UserError(f"--temperature must lie in 0..100, not {self.temperature!r}")
+        if why := temperature_problem(self.temperature):
+            raise UserError(f"--temperature {why}")
         if without_checkpoint is not None and self.decoding_asked:
             raise UserError(without_checkpoint)
         if self.follow_through and self.decoding_mode != "point":

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.play.decoding import Decoding
 from hoi4_arena.results import open_run, read_results
@@ -53,7 +54,7 @@ class EvaluateConfig(Decoding):
     """Folder for each player's games (OUT/<name>/) and evaluate.json; re-running with it resumes."""
     pairs: int
     """Seeds played, each from both sides by each player (2 x pairs games a player)."""
-    arena: str = "plains"
+    arena: str = ARENA
     """Preset, preset:seed or a map folder (a bare preset: its map of seed 0, for both players)."""
     seed: int = 0
     """The first seed: pair k plays seed + k."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.defaults import ARENA, TEMPERATURE, temperature_problem
 from hoi4_arena.errors import UserError
 from hoi4_arena.results import TAGS  # (maps.model would import numpy through the maps package)
 
@@ -55,7 +56,7 @@ class PairPlayer:
     """Its name in results (default: the checkpoint's folder/stem, or the kind)."""
     mode: str = "sample"
     """A checkpoint's decoding: sample, point or deterministic (the config's `deterministic` forces it)."""
-    temperature: float = 1.0
+    temperature: float = TEMPERATURE
     """A checkpoint's sampling temperature."""
     sha256: str | None = None
     """The checkpoint's expected sha256: a file with other bytes is refused."""
@@ -71,8 +72,8 @@ class PairPlayer:
             raise UserError(
                 f"player {self.player}: mode must be one of {', '.join(MODES)}, not {self.mode!r}"
             )
-        if not isinstance(self.temperature, int | float) or not 0 <= self.temperature <= 100:
-            raise UserError(f"player {self.player}: temperature must lie in 0..100, not {self.temperature!r}")
+        if why := temperature_problem(self.temperature):
+            raise UserError(f"player {self.player}: temperature {why}")
         if not isinstance(self.ai_strength, int | float) or not 0 <= self.ai_strength <= 1:
             raise UserError(f"player {self.player}: ai_strength must lie in 0..1, not {self.ai_strength!r}")
         if self.kind != "checkpoint" and (self.sha256 is not None or self.mode != "sample"):
@@ -100,7 +101,7 @@ class PairPlayer:
 class PairSchedule:
     """Which maps the games play, and whether the sides swap."""
 
-    arenas: tuple[str, ...] = ("plains",)
+    arenas: tuple[str, ...] = (ARENA,)
     """Presets (a bare preset is its map of seed 0), preset:seed or map folders, cycled pair by pair."""
     swap_sides: bool = True
     """Games 2k and 2k + 1 play one seed with the players' sides swapped."""

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.play.decoding import Decoding
 from hoi4_arena.play.runner import (
@@ -86,7 +87,7 @@ class PlayConfig(Decoding):
     """Folder for the sessions, results.jsonl and play.json; re-running with it resumes."""
     games: int
     """How many games to play."""
-    arena: str = "plains"
+    arena: str = ARENA
     """Preset name, preset:seed or a map folder (a bare preset is its map of seed 0), or several of them
     comma-separated: pairs of games cycle over them."""
     seed: int = 0

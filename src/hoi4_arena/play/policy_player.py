@@ -54,6 +54,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from hoi4_arena.defaults import TEMPERATURE, temperature_problem
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
@@ -88,8 +89,8 @@ def decode_pointing(
     Mirrors `Policy.step` and `ActionHead.decode` (the module docstring says how it is held to them).
     Returns tokens (B, slots, 3) and the state to carry.
     """
-    if not temperature >= 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if why := temperature_problem(temperature):
+        raise ValueError(f"temperature {why}")
     seen, h, context = policy._observe(obs, state)
     head = policy.head
     cells = seen.cells  # (B, C, D)
@@ -135,7 +136,7 @@ class PolicyPlayer:
         self,
         path: str | Path,
         mode: str = "sample",
-        temperature: float = 1.0,
+        temperature: float = TEMPERATURE,
         name: str | None = None,
         reset_memory: int = 0,
         follow_through: bool = False,
@@ -143,8 +144,8 @@ class PolicyPlayer:
     ) -> None:
         if mode not in MODES:
             raise UserError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        if not (isinstance(temperature, int | float) and temperature >= 0):
-            raise UserError(f"--temperature must be >= 0, not {temperature!r}")
+        if why := temperature_problem(temperature):
+            raise UserError(f"--temperature {why}")
         if isinstance(reset_memory, bool) or not isinstance(reset_memory, int) or reset_memory < 0:
             raise UserError(f"--reset-memory must be a whole number >= 0, not {reset_memory!r}")
         if follow_through and mode != "point":

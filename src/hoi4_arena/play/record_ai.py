@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.presets import PRESETS
 from hoi4_arena.play.runner import (
@@ -84,7 +85,7 @@ class RecordAIConfig:
     """Play time to record in all, in minutes of the game's clock; the game that runs it out is cut."""
     games: int | None = None
     """How many games at most (at least one of --minutes and --games is needed)."""
-    arena: str = "plains"
+    arena: str = ARENA
     """Preset (its map of the game's seed), preset:seed, a map folder, `all` (the presets in turn), or
     several of them comma-separated (e.g. plains,river:3): pairs of games cycle over them."""
     seed: int = 0

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.players.templates import MapRule
 
 UNKNOWN, OWN, ENEMY, WATER = 0, 1, 2, 3
@@ -356,7 +357,7 @@ if __name__ == "__main__":
     from hoi4_arena.players.templates import sim_rules
     from hoi4_arena.sim.headless import SimGame
 
-    preset = sys.argv[1] if len(sys.argv) > 1 else "plains"
+    preset = sys.argv[1] if len(sys.argv) > 1 else ARENA
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     side = sys.argv[3] if len(sys.argv) > 3 else "BLU"
     with SimGame(preset, seed, player=side, news=False) as game:

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from hoi4_arena.defaults import ARENA, TEMPERATURE, TEMPERATURE_RANGE
 from hoi4_arena.errors import UserError
 
 CRITICS = ("pact", "joint")
@@ -107,7 +108,7 @@ class PPOConfig:
     its setup (0: none)."""
     grad_clip: float = 1.0
     """Clip the gradient's global norm to this (0: no clipping)."""
-    temperature: float = 1.0
+    temperature: float = TEMPERATURE
     """Sampling temperature of the rollouts."""
     reset_memory: int = 0
     """Start the memory afresh every N decisions of a game, as play-policy --reset-memory N does and as
@@ -123,7 +124,7 @@ class PPOConfig:
     reward: dict[str, float] = field(default_factory=dict)
     """Shaping terms and their weights on top of the outcome (win 1, draw 0.5, loss 0): setup,
     victory_points, provinces."""
-    arena: tuple[str, ...] = ("plains",)
+    arena: tuple[str, ...] = (ARENA,)
     """Maps the games are drawn from: presets (their map seed drawn from --map-seeds) or preset:seed."""
     map_seeds: tuple[int, int] = (0, 0)
     """Map seeds drawn from LOW-HIGH."""
@@ -201,7 +202,7 @@ class PPOConfig:
             ("pact_max_ratio", 0.0, math.inf),
             ("bc_kl", 0.0, math.inf),
             ("grad_clip", 0.0, math.inf),
-            ("temperature", 0.0, 100.0),
+            ("temperature", *TEMPERATURE_RANGE),
             ("save_every", 0.0, math.inf),
             ("max_minutes", 0.0, math.inf),
         ):

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hoi4_arena.defaults import ARENA, TEMPERATURE
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
@@ -65,7 +66,7 @@ class Schedule:
 
     games: int = 4
     """Games played at once (the slots)."""
-    arenas: tuple[str, ...] = ("plains",)
+    arenas: tuple[str, ...] = (ARENA,)
     """Maps a game's map is drawn from: a preset (its map seed drawn from `map_seeds`) or preset:seed."""
     map_seeds: tuple[int, int] = (0, 0)
     """The map seed is drawn from LOW..HIGH."""
@@ -254,7 +255,7 @@ class Rollouts:
         *,
         workers: int = 0,
         weights: dict[str, float] | None = None,
-        temperature: float = 1.0,
+        temperature: float = TEMPERATURE,
         reset_memory: int = 0,
         league: Any = None,
         ray: Any = None,

@@ -55,6 +55,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.screen.game import Game, GameSettings
@@ -75,7 +76,7 @@ _SEED_BOUND = 2**31
 class SimEnvConfig:
     """Settings of one `SimEnv` (each is also a keyword of `gymnasium.make`)."""
 
-    arena: str = "plains"
+    arena: str = ARENA
     """Preset name, preset:seed, or a map folder."""
     side: str = "BLU"
     """The side the policy plays: BLU, RED, or random (drawn from the env's seed each episode)."""

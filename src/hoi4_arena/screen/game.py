@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import ArenaState, parse_line, setup_milestones
 from hoi4_arena.maps.model import TAGS
@@ -455,7 +456,7 @@ if __name__ == "__main__":
         def decide(self, capture: Capture) -> list[InputEvent]:
             return []
 
-    preset = sys.argv[1] if len(sys.argv) > 1 else "plains"
+    preset = sys.argv[1] if len(sys.argv) > 1 else ARENA
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     with SimWorker(f"{preset}:{seed}", seed, size=(360, 640), layout="cpu", max_days=60) as worker:
         print(play_game(worker, _Idle(), GameSettings(side="BLU")))

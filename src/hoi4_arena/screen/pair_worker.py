@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS
 from hoi4_arena.screen.events import InputEvent
@@ -54,7 +55,7 @@ class PairHub:
 
     def __init__(
         self,
-        arena: str = "plains",
+        arena: str = ARENA,
         seed: int = 0,
         size: tuple[int, int] | list[int] = (540, 960),
         layout: str | ViewLayout | dict[str, str | ViewLayout] = "full",
@@ -252,7 +253,7 @@ if __name__ == "__main__":
 
     from hoi4_arena.screen.match import MatchConfig, finish_match, start_match
 
-    spec = sys.argv[1] if len(sys.argv) > 1 else "plains"
+    spec = sys.argv[1] if len(sys.argv) > 1 else ARENA
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     with PairHub(
         spec, seed, size=(360, 640), layout="cpu", player_kinds={"BLU": "policy", "RED": "policy"}

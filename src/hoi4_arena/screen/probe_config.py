@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 
 GAMES = ("x11", "sim")
@@ -51,7 +52,7 @@ class WorkerChoice:
         if self.game != "sim":
             return {}
         return {
-            "arena": self.arena or "plains",
+            "arena": self.arena or ARENA,
             "seed": 0 if self.seed is None else self.seed,
             "size": list(self.size or (540, 960)),
         }

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.screen.events import KEY_NAMES, InputEvent
@@ -97,7 +98,7 @@ class SimWorker(Worker):
 
     def __init__(
         self,
-        arena: str = "plains",
+        arena: str = ARENA,
         seed: int = 0,
         size: tuple[int, int] | list[int] = (540, 960),
         layout: str | ViewLayout = "full",
@@ -424,7 +425,7 @@ if __name__ == "__main__":
     from hoi4_arena.screen.match import MatchConfig, finish_match, start_match
     from hoi4_arena.screen.worker import CaptureRequest as _Request
 
-    spec = sys.argv[1] if len(sys.argv) > 1 else "plains"
+    spec = sys.argv[1] if len(sys.argv) > 1 else ARENA
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     with SimWorker(spec, seed, size=(540, 960), layout="cpu", player_kind="policy") as worker:
         worker.attach()

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import GameLogWriter
 from hoi4_arena.maps import ArenaMap, load_arena
@@ -66,7 +67,7 @@ class SimGame:
 
     def __init__(
         self,
-        arena: str | ArenaMap = "plains",
+        arena: str | ArenaMap = ARENA,
         seed: int = 0,
         size: tuple[int, int] = (540, 960),
         player: str = "BLU",
@@ -258,7 +259,7 @@ class SimGame:
 if __name__ == "__main__":
     from PIL import Image
 
-    spec = sys.argv[1] if len(sys.argv) > 1 else "plains"
+    spec = sys.argv[1] if len(sys.argv) > 1 else ARENA
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     # AI vs AI for 30 game days at speed 5, watched from BLU's side.
     with SimGame(

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.sim.input import SimEvent, click, drag, press, type_text
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def opening(game: SimGame, depth: int = 1) -> Iterator[tuple[str, list[SimEvent]
 if __name__ == "__main__":
     from hoi4_arena.sim.headless import SimGame
 
-    with SimGame(sys.argv[1] if len(sys.argv) > 1 else "plains", ai={"RED": 0.5}) as game:
+    with SimGame(sys.argv[1] if len(sys.argv) > 1 else ARENA, ai={"RED": 0.5}) as game:
         for label, events in opening(game):
             game.feed(events)
             print(f"{label:20} {len(events):3} events  {game.ui.message() or ''}")

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import GameLogWriter
 from hoi4_arena.maps import ArenaMap
@@ -151,7 +152,7 @@ class PairGame:
 
     def __init__(
         self,
-        arena: str | ArenaMap = "plains",
+        arena: str | ArenaMap = ARENA,
         seed: int = 0,
         size: tuple[int, int] = (540, 960),
         sides: tuple[str, ...] | list[str] = TAGS,
@@ -392,7 +393,7 @@ if __name__ == "__main__":
 
     from hoi4_arena.sim.input import press
 
-    spec = sys.argv[1] if len(sys.argv) > 1 else "plains"
+    spec = sys.argv[1] if len(sys.argv) > 1 else ARENA
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     # Both sides idle behind their screens for 20 game days at speed 5 after one side's coin.
     with PairGame(spec, seed, declarer="coin", news=False, speed=5) as pair:

@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.sim.pair_window import PairWindowConfig, pair_game, pair_report
 from hoi4_arena.sim.pair_wire import Link, WireError, events_from_wire
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m hoi4_arena.sim.pair_host", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("arena", nargs="?", default="plains", help="preset:seed or a map folder")
+    parser.add_argument("arena", nargs="?", default=ARENA, help="preset:seed or a map folder")
     parser.add_argument("seed", nargs="?", type=int, default=0, help="world seed")
     parser.add_argument("size", nargs="?", default="960x540", help="each window's size, WIDTHxHEIGHT")
     parser.add_argument(

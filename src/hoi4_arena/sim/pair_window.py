@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.sim.input import SimEvent
 from hoi4_arena.sim.window import IDLE_WAIT_MS, MAX_STEP_MS, sdl_keys, to_sim_events
@@ -32,7 +33,7 @@ from hoi4_arena.sim.window import IDLE_WAIT_MS, MAX_STEP_MS, sdl_keys, to_sim_ev
 class PairWindowConfig:
     """One two-player game in two windows."""
 
-    arena: str = "plains"
+    arena: str = ARENA
     """Preset:seed or a map folder (a bare preset is its map of the world seed)."""
     seed: int = 0
     """World seed."""
@@ -183,7 +184,7 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     size = parse_size(args[2]) if len(args) > 2 else (540, 960)
     config = PairWindowConfig(
-        arena=args[0] if args else "plains",
+        arena=args[0] if args else ARENA,
         seed=int(args[1]) if len(args) > 1 else 0,
         size=size,
         userdir=Path(args[3]) if len(args) > 3 else None,

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.maps.model import TAGS, ArenaMap
 from hoi4_arena.maps.preview import TERRAIN_RGB
 from hoi4_arena.sim.camera import Camera
@@ -287,7 +288,7 @@ if __name__ == "__main__":
     from hoi4_arena.maps import load_arena
     from hoi4_arena.sim.ui_layout import Layout
 
-    spec, out = (sys.argv[1:3] + ["plains", "map.png"][len(sys.argv[1:3]) :])[:2]
+    spec, out = (sys.argv[1:3] + [ARENA, "map.png"][len(sys.argv[1:3]) :])[:2]
     arena = load_arena(spec)
     layout = Layout((1080, 1920))
     camera = Camera(arena.size, (1080, 1920), layout["map_fit"])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import GameLogWriter
 from hoi4_arena.maps import ArenaMap, load_arena
@@ -32,7 +33,7 @@ PLAYER_KIND = {"ai": "ai", "rush": "scripted"}
 class GameConfig:
     """One headless game."""
 
-    arena: str = "plains"
+    arena: str = ARENA
     """Preset name, preset:seed, or a map folder."""
     seed: int = 0
     """World seed (battle luck, the declarer coin); the map's seed is part of `arena`."""

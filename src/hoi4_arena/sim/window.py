@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.sim.clock import SPEEDS
 from hoi4_arena.sim.input import SimEvent
@@ -31,7 +32,7 @@ IDLE_WAIT_MS = 16  # about 60 frames a second at most
 class WindowConfig:
     """One game in a window."""
 
-    arena: str = "plains"
+    arena: str = ARENA
     """Preset name, preset:seed, or a map folder (a bare preset's map takes the world seed)."""
     seed: int = 0
     """World seed (battle luck, events, the console's coin); also the map's seed unless the arena names one."""
