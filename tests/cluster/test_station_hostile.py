@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from hoi4_arena.cluster.peers import Peer, load_bundle, make_bundle, read_peers
-from hoi4_arena.cluster.station import PeerClient, Station, connect
+from hoi4_arena.cluster.station import MAX_REQUEST_PAYLOAD, PeerClient, Station, connect
 from hoi4_arena.cluster.tls import client_context, connect_pinned, write_certificate
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
@@ -298,6 +298,15 @@ def test_a_stranger_sending_a_byte_at_a_time_is_cut_at_the_attach_deadline(
     drive(station, peer)
 
 
+def wait_for(condition, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
 def select_readable(sock: ssl.SSLSocket) -> bool:
     return bool(sock.pending() or select.select([sock], [], [], 0)[0])
 
@@ -350,20 +359,39 @@ def test_an_impostor_certificate_gets_no_token_and_a_readable_error(
 
 
 def test_fifty_strangers_at_once_leave_the_driver_its_place(station: Station, peer: Peer) -> None:
-    """50 TLS connections held open without a word, and 50 plain TCP ones that never shake hands: the
-    pool of strangers keeps the newest, and the driver attaches and plays while they are all open."""
+    """50 TLS connections held open without a word: the pool of strangers keeps the newest 8 of an
+    address, and the driver attaches and plays while all 50 are connected."""
     with contextlib.ExitStack() as stack:
-        for _ in range(50):
-            stack.enter_context(socket.create_connection((peer.host, peer.port), timeout=10))
         strangers = [stack.enter_context(tls(peer)) for _ in range(50)]
         drive(station, peer)
         # Each newcomer past the pool's 8 places for one address took the place of the oldest.
-        assert station.connections["strangers_dropped"] >= 50
+        assert station.connections["strangers_dropped"] >= 50 - station.max_strangers_per_address
         for sock in strangers:  # every one of them ends: dropped, or cut at its attach deadline
             with contextlib.suppress(OSError):
                 while sock.recv(4096):
                     pass
     drive(station, peer)
+
+
+def test_a_flood_of_new_connections_is_closed_before_the_handshake(identity) -> None:
+    """An address opening connections faster than the station's rate for strangers: those over it are
+    closed unanswered before any TLS, and the driver gets in once the address slows down."""
+    bundle, entry, _ = identity
+    worker = SimWorker(size=(180, 320), layout="cpu")
+    with Station(worker, bundle, "127.0.0.1", 0, stranger_rate=20.0, stranger_burst=5) as small:
+        peer = Peer("test", "127.0.0.1", small.address[1], entry.fingerprint, entry.token)
+        with contextlib.ExitStack() as stack:
+            for _ in range(30):
+                stack.enter_context(socket.create_connection((peer.host, peer.port), timeout=10))
+            assert wait_for(lambda: small.connections["refused_rate"] >= 30 - 5 - 20)
+        for _ in range(100):  # the bucket fills again at 20 a second
+            try:
+                drive(small, peer)
+                break
+            except UserError:
+                time.sleep(0.05)
+        else:
+            raise AssertionError("the driver never got in after the flood")
 
 
 def test_observers_cannot_take_the_drivers_place(station: Station, peer: Peer) -> None:
@@ -385,3 +413,18 @@ def test_the_request_bytes_held_are_bounded(station: Station) -> None:
     receives, 16 attached connections' headers, payloads and receives."""
     assert (station.max_strangers, station.max_connections) == (32, 16)
     assert 20 * 2**20 < station.buffer_bound() < 21 * 2**20
+
+
+def test_replies_are_not_held_to_the_request_limit(identity) -> None:
+    """A request may carry 1 MiB; a reply (a full 960x540 frame, 1.5 MB) is held to the protocol's own
+    limit, not to that."""
+    bundle, entry, _ = identity
+    worker = SimWorker(size=(540, 960), layout="cpu")
+    with Station(worker, bundle, "127.0.0.1", 0) as large:
+        peer = Peer("test", "127.0.0.1", large.address[1], entry.fingerprint, entry.token)
+        client = attached(peer)
+        try:
+            frame = client.capture(CaptureRequest(views=False, full=True)).frame
+            assert frame is not None and frame.nbytes > MAX_REQUEST_PAYLOAD
+        finally:
+            client.close()

@@ -46,6 +46,8 @@ class ServeWorkerConfig(WorkerChoice):
     """Listen on an address other than loopback (anyone who reaches it may try the token)."""
     message_timeout: float = 10.0
     """Seconds a started request has to arrive whole before its connection is closed."""
+    attach_timeout: float = 5.0
+    """Seconds a new connection has to finish TLS and send its whole attach before it is closed."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -57,6 +59,8 @@ class ServeWorkerConfig(WorkerChoice):
             )
         if not 0 < self.message_timeout <= 600:
             raise UserError(f"--message-timeout must be in (0, 600] seconds, not {self.message_timeout}")
+        if not 0 < self.attach_timeout <= 60:
+            raise UserError(f"--attach-timeout must be in (0, 60] seconds, not {self.attach_timeout}")
 
 
 @dataclass(kw_only=True)

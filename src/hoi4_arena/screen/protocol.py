@@ -649,6 +649,7 @@ def serve(
     max_header: int = MAX_HEADER,
     max_payload: int = MAX_PAYLOAD,
     authorize: Callable[[dict], bool] | None = None,
+    request_limits: tuple[int, int] | None = None,
     unattached_limits: tuple[int, int] | None = None,
     framing_errors_close: bool = False,
 ) -> bool:
@@ -657,8 +658,9 @@ def serve(
     `authorize(attach_params)`, when given, decides at `attach` whether the connection may go on and
     as what: it returns True for a read-only observer, False for a full connection, or raises
     `WorkerError` to refuse; with it, a refused attach or any op before attach ends the connection.
-    `unattached_limits` (max header, max payload) replace the limits until the connection has
-    attached; `framing_errors_close` makes every framing error end the connection (see the module
+    `max_header` and `max_payload` bound requests and replies; `request_limits` (max header, max
+    payload), when given, bound requests instead, and `unattached_limits` requests until the connection
+    has attached; `framing_errors_close` makes every framing error end the connection (see the module
     docstring).
 
     Requests are handled one at a time, in order. A framing error the stream cannot recover from (see
@@ -672,7 +674,7 @@ def serve(
     try:
         while True:
             message = None
-            limits = (max_header, max_payload)
+            limits = request_limits or (max_header, max_payload)
             if unattached_limits is not None and not session.attached:
                 limits = unattached_limits
             try:
@@ -687,7 +689,10 @@ def serve(
                 # A fatal error is answered, then the connection ends: the stream is out of step.
                 stop = error.fatal or framing_errors_close
                 if stop:
-                    log.warning("closing the connection: %s", error.message)
+                    # A stranger's bad bytes are not news (a station may see thousands a second).
+                    stranger = unattached_limits is not None and not session.attached
+                    level = logging.INFO if stranger else logging.WARNING
+                    log.log(level, "closing the connection: %s", error.message)
             except OSError as error:
                 log.info("connection lost: %s", error)
                 break
@@ -755,15 +760,21 @@ def serve_socket(
 LINGER = 1.0
 
 
-def linger_close(sock: socket.socket) -> None:
-    """Shut the write side, then read and drop what the peer still sends for up to `LINGER` seconds."""
+def linger_close(sock: socket.socket, max_bytes: int | None = None) -> None:
+    """Shut the write side, then read and drop what the peer still sends for up to `LINGER` seconds
+    (and, given `max_bytes`, up to that many bytes: a stranger streaming a payload costs the server
+    no more than that to decrypt)."""
     deadline = time.monotonic() + LINGER
+    left_bytes = _CHUNK if max_bytes is None else max_bytes
     with contextlib.suppress(OSError, ValueError):
         sock.shutdown(socket.SHUT_WR)
-        while (left := deadline - time.monotonic()) > 0:
+        while (left := deadline - time.monotonic()) > 0 and left_bytes > 0:
             sock.settimeout(left)
-            if not sock.recv(_CHUNK):
+            data = sock.recv(min(_CHUNK, left_bytes))
+            if not data:
                 break
+            if max_bytes is not None:
+                left_bytes -= len(data)
 
 
 # --- client -----------------------------------------------------------------------------------------
