@@ -530,11 +530,12 @@ def control_command(
 
 @app.command("sim-run", rich_help_panel="Simulator and maps")
 def sim_run_command(
+    arena: Annotated[str, typer.Option("--arena", help="Preset name, preset:seed, or a map folder.")] = ARENA,
     preset: Annotated[
-        str, typer.Option("--preset", help="Preset name, preset:seed, or a map folder.")
-    ] = ARENA,
+        str | None, typer.Option("--preset", hidden=True, help="The old name of --arena.")
+    ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", help="World seed; also the map's seed unless --preset names one.")
+        int, typer.Option("--seed", help="World seed; also the map's seed unless --arena names one.")
     ] = 0,
     ai: Annotated[
         str, typer.Option("--ai", help="Sides the game's AI plays: both, BLU, RED or none.")
@@ -563,7 +564,11 @@ def sim_run_command(
     if rush in sides[ai]:
         raise UserError(f"{rush} cannot be played by both the AI and the rush plan")
     players = {t: "ai" if t in sides[ai] else "rush" if t == rush else "idle" for t in ("BLU", "RED")}
-    spec = preset if (":" in preset or Path(preset).is_dir()) else f"{preset}:{seed}"
+    if preset is not None:  # --preset: sim-run's name for --arena before every command said --arena
+        if arena != ARENA and arena != preset:
+            raise UserError(f"--arena {arena} and --preset {preset} name two maps; give --arena alone")
+        arena = preset
+    spec = arena if (":" in arena or Path(arena).is_dir()) else f"{arena}:{seed}"
     config = GameConfig(
         arena=spec,
         seed=seed,

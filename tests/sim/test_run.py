@@ -16,7 +16,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def test_sim_run_plays_a_game_and_writes_the_log(tmp_path) -> None:
     out = _cli(
         "sim-run",
-        "--preset",
+        "--arena",
         "river",
         "--seed",
         "3",
@@ -41,7 +41,9 @@ def test_sim_run_plays_a_game_and_writes_the_log(tmp_path) -> None:
 
 def test_sim_run_refuses_bad_input_with_a_message() -> None:
     for args, message in (
-        (("--preset", "volcano"), "volcano"),
+        (("--arena", "volcano"), "volcano"),
+        (("--preset", "volcano"), "volcano"),  # sim-run's old name for --arena, still taken
+        (("--arena", "river", "--preset", "plains"), "two maps"),
         (("--ai", "all"), "--ai"),
         (("--declarer", "GRN"), "declarer"),
         (("--ai", "BLU", "--rush", "BLU"), "both the AI and the rush plan"),

@@ -32,6 +32,11 @@ def open_run(
     none. Without: UserError when `out` holds any of `files` (names or glob patterns), another run that
     only --resume may continue; None."""
     progress = out / files[0]
+    if out.exists() and not out.is_dir():
+        # Said before the data is read: its warnings (no held-out session...) would come first.
+        raise UserError(
+            f"{out} is a file: the output folder of a {command} run must be a folder or not exist"
+        )
     if resume:
         if not progress.is_file():
             raise UserError(f"nothing to resume: {progress} does not exist")
