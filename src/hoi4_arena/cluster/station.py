@@ -18,7 +18,9 @@ The framing is the worker protocol's (screen/protocol.py); what the network adds
   oldest stranger of its address, or, the pool full, of the oldest stranger of the address with the
   most), and it may send one message: an `attach` header of at most `STRANGER_MAX_HEADER` bytes, no
   payload, finished (TLS handshake included) within `handshake_timeout` seconds of connecting.
-  Anything else, or nothing in time, gets one error line and the connection is closed.
+  Anything else, or nothing in time, gets one error line and the connection is closed. An address
+  opening new connections faster than `stranger_rate` a second (`stranger_burst` at once) has the
+  rest closed before the TLS handshake, the costly part of a stranger.
 - Every framing error (`malformed`, `header_too_large`, `bad_payload`, `payload_too_large`, a stall)
   is answered and closes the connection; a started message must arrive whole within
   `message_timeout` seconds; an attached connection's requests carry at most `MAX_REQUEST_PAYLOAD`
@@ -478,13 +480,20 @@ class Station:
         try:
             # A reply goes out in a few sends (header, large arrays); without this the last small one
             # waits for the client's delayed ACK (tens of ms) under Nagle's algorithm.
-            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with contextlib.suppress(OSError):  # gone already: the handshake below says so
+                raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            # The whole handshake (not each receive) is bounded by the timeout: a ClientHello sent a
+            # byte at a time fails at the stranger's deadline.
             raw.settimeout(max(stranger.deadline - time.monotonic(), 0.001))
+            sock = self.context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
             try:
-                sock = self.context.wrap_socket(raw, server_side=True)
+                sock.do_handshake()
             except (ssl.SSLError, OSError) as error:
                 self.connections["handshake_failed"] += 1
                 log.info("TLS handshake with %s failed: %s", peer, error)
+                # Out of the pool before the descriptor is closed: a new connection may get its number.
+                self._leave_pool(stranger)
+                sock.close()
                 return
             self.connections["accepted"] += 1
             try:
