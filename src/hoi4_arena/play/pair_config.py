@@ -19,6 +19,7 @@ from typing import Any
 from hoi4_arena.defaults import ARENA, TEMPERATURE, temperature_problem
 from hoi4_arena.errors import UserError
 from hoi4_arena.results import TAGS  # (maps.model would import numpy through the maps package)
+from hoi4_arena.screen.backends import backend
 
 KINDS = ("checkpoint", "random", "scripted", "ai")
 """What a player can be: a checkpoint file, or one of the words."""
@@ -262,9 +263,7 @@ class CollectPairConfig:
 
     def __post_init__(self) -> None:
         self.config, self.out = Path(self.config), Path(self.out)
-        if self.game not in ("sim", "x11"):
-            raise UserError(f"--game must be sim or x11, not {self.game!r}")
-        if self.ray is not None and self.game != "sim":
+        if not backend(self.game).headless and self.ray is not None:
             raise UserError("--ray plays pair games in headless worlds (--game sim), not --game x11")
         _whole(self.threads, "--threads", 0)
         _whole(self.ray_games, "--ray-games", 0)

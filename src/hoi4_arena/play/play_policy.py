@@ -50,7 +50,6 @@ from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.play.decoding import Decoding
 from hoi4_arena.play.runner import (
-    GAMES,
     GamePlan,
     RunLimits,
     check_peer_options,
@@ -64,6 +63,7 @@ from hoi4_arena.play.runner import (
     slug,
 )
 from hoi4_arena.results import GameResult
+from hoi4_arena.screen.backends import backend
 from hoi4_arena.screen.game import GameRecord, GameSettings, TokenPlayer, TokenPolicy
 from hoi4_arena.screen.worker import Worker
 
@@ -146,8 +146,7 @@ class PlayConfig(Decoding):
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
         if self.side not in SIDES:
             raise UserError(f"--side must be one of {', '.join(SIDES)}, not {self.side!r}")
-        if self.game not in GAMES:
-            raise UserError(f"--game must be one of {', '.join(GAMES)}, not {self.game!r}")
+        backend(self.game)
         if self.speed not in range(1, 6):
             raise UserError(f"--speed must be 1..5, not {self.speed!r}")
         if not 0.0 <= self.ai_strength <= 1.0:
@@ -318,7 +317,7 @@ class _PlayRun:
             game="sim",
             side=plan.side,
             after_winner_s=0.0,
-            realtime=config.game == "x11",
+            realtime=backend(config.game).realtime,
             extra={
                 "play": {
                     **self.identity,
@@ -392,6 +391,6 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
             ignored=("checkpoint",) if "sha256" in settings else (),
             ray=config.ray,
             ray_games=config.ray_games,
-            window=config.game != "sim",
+            window=not backend(config.game).headless,
         )
     return {"player": policy.name, "mode": config.mode, **summary, "settings": settings}

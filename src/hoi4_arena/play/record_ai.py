@@ -49,7 +49,6 @@ from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.presets import PRESETS
 from hoi4_arena.play.runner import (
-    GAMES,
     GamePlan,
     RunLimits,
     check_peer_options,
@@ -63,6 +62,7 @@ from hoi4_arena.play.runner import (
     slug,
 )
 from hoi4_arena.results import GameResult
+from hoi4_arena.screen.backends import backend
 from hoi4_arena.screen.game import GameRecord, GameSettings, sampling_seed
 from hoi4_arena.screen.worker import Worker
 
@@ -144,9 +144,7 @@ class RecordAIConfig:
         self.out = Path(self.out)
         if self.player not in PLAYERS:
             raise UserError(f"--player must be scripted or ai, not {self.player!r}")
-        if self.game not in GAMES:
-            raise UserError(f"--game must be sim or x11, not {self.game!r}")
-        if self.game == "x11" and self.player == "ai":
+        if not backend(self.game).headless and self.player == "ai":
             raise UserError(
                 "--player ai runs headless only (--game sim): the window harness plays one side against "
                 "the AI"
@@ -406,7 +404,7 @@ class _RecordRun:
             game="sim",
             side=plan.side,
             after_winner_s=3600.0,
-            realtime=config.game == "x11",
+            realtime=backend(config.game).realtime,
             extra={
                 "record_ai": {
                     "game": plan.index,
@@ -468,6 +466,6 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
             progress=config.progress,
             ray=config.ray,
             ray_games=config.ray_games,
-            window=config.game != "sim",
+            window=not backend(config.game).headless,
         )
     return {"player": config.player, **summary, "settings": config.settings()}

@@ -29,6 +29,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.play.ray_games import RayGames
 from hoi4_arena.results import GameResult, append_result, open_run, win_record
+from hoi4_arena.screen.backends import backend
 from hoi4_arena.screen.game import GameRecord, GameSettings, play_game
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.tokens import DECISION_NS
@@ -39,7 +40,6 @@ from hoi4_arena.sim.headless import MIN_SIZE, arena_of
 log = logging.getLogger(__name__)
 
 RESULTS = "results.jsonl"
-GAMES = ("sim", "x11")
 
 
 # --- the workers of a run -----------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def check_peer_options(peer: str | None, ray: str | None, game: str, maps: list[
         return
     if ray is not None:
         raise UserError("--peer and --ray are two ways to place games: give one of them")
-    if game != "sim":
+    if not backend(game).headless:
         raise UserError(f"--peer plays the station's simulator games (--game sim), not --game {game}")
     from hoi4_arena.cluster.peer_games import check_peer_maps
 

@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.screen.backends import backend
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.probe_config import GAMES, CaptureConfig, ProbeConfig
+from hoi4_arena.screen.probe_config import CaptureConfig, ProbeConfig
 from hoi4_arena.screen.views import QUADRANT_NAMES
 from hoi4_arena.screen.worker import CaptureRequest, Worker, WorkerError
 
@@ -54,6 +55,7 @@ def open_worker(
 
     `sim` holds the `SimWorker` keywords of `--game sim` (arena, seed, size, ...).
     """
+    backend(game)
     if game == "x11":
         from hoi4_arena.screen.x11_worker import X11Worker
 
@@ -61,11 +63,9 @@ def open_worker(
             return X11Worker(display, window=parse_window(window), layout=layout, game_log_path=game_log)
         except WorkerError as error:
             raise UserError(f"cannot open the X11 game: {error.message}") from None
-    if game == "sim":
-        from hoi4_arena.screen.sim_worker import SimWorker
+    from hoi4_arena.screen.sim_worker import SimWorker
 
-        return SimWorker(layout=layout or ViewLayout.named("full"), **(sim or {}))
-    raise UserError(f"unknown game {game!r}; known games: {', '.join(GAMES)}")
+    return SimWorker(layout=layout or ViewLayout.named("full"), **(sim or {}))
 
 
 def run_capture(config: CaptureConfig, worker: Worker | None = None) -> dict:

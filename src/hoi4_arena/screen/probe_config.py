@@ -14,8 +14,7 @@ from typing import Any
 
 from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
-
-GAMES = ("x11", "sim")
+from hoi4_arena.screen.backends import backend, refuse_foreign_options
 
 
 @dataclass(kw_only=True)
@@ -38,13 +37,8 @@ class WorkerChoice:
     """--game sim: screen size (height, width), typed as 960x540 (the default)."""
 
     def __post_init__(self) -> None:
-        if self.game not in GAMES:
-            raise UserError(f"unknown game {self.game!r}; known games: {', '.join(GAMES)}")
-        if self.game != "sim":
-            given = {"--arena": self.arena, "--seed": self.seed, "--size": self.size}
-            extra = [name for name, value in given.items() if value is not None]
-            if extra:
-                raise UserError(f"{', '.join(extra)}: only for --game sim, not --game {self.game}")
+        backend(self.game)
+        refuse_foreign_options(self.game, {"--arena": self.arena, "--seed": self.seed, "--size": self.size})
 
     @property
     def sim(self) -> dict[str, Any]:
