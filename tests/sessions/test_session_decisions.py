@@ -139,7 +139,7 @@ def test_a_crowded_decision_is_a_burst(tmp_path: Path) -> None:
     assert reader.token_summary() == {"decisions": 3, "bursts": 1, "dropped_keys": 0, "uncovered_inputs": 0}
 
 
-def test_only_200_ms_decisions(tmp_path: Path) -> None:
-    reader = SessionReader(write_session(tmp_path / "s", times=frame_times(3, 10.0)))
-    with pytest.raises(UserError, match="decision_hz must be 5"):
-        list(reader.decisions(10))
+def test_a_recording_slower_than_the_decisions_is_refused() -> None:
+    frames = [FrameRecord(k, k * 250_000_000, (0, 0), (0, 0), True) for k in range(4)]  # 4 Hz
+    with pytest.raises(UserError, match="a 4.0 Hz recording cannot be cut into 5 Hz decisions"):
+        decision_windows(frames, [], 4.0)

@@ -76,13 +76,11 @@ class Windows:
     """Inputs that fall in no decision: before the first frame, in pauses, after the last decision."""
 
 
-def decision_windows(
-    frames: list[FrameRecord], events: list[InputEvent], hz: float, decision_hz: float = 5.0
-) -> Windows:
-    """Anchor decisions on recorded frames and give each its inputs (see the module docstring)."""
-    if decision_hz <= 0 or hz < decision_hz:
-        raise UserError(f"a {hz} Hz recording cannot be cut into {decision_hz} Hz decisions")
-    step = round(1e9 / decision_hz)
+def decision_windows(frames: list[FrameRecord], events: list[InputEvent], hz: float) -> Windows:
+    """Anchor the 200 ms decisions on recorded frames and give each its inputs (see the module docstring)."""
+    step = DECISION_NS
+    if not hz * step >= 1e9:
+        raise UserError(f"a {hz} Hz recording cannot be cut into {1e9 / step:g} Hz decisions")
     period = 1e9 / hz
     tolerance = period / 2
     anchors: list[int] = []
@@ -244,8 +242,8 @@ class SessionReader:
                 "the video is shorter than the frame log"
             )
 
-    def windows(self, decision_hz: float = 5.0) -> Windows:
-        return decision_windows(self.frame_records, self.inputs, self.manifest.hz, decision_hz)
+    def windows(self) -> Windows:
+        return decision_windows(self.frame_records, self.inputs, self.manifest.hz)
 
     def arena_lines_by_decision(self) -> Iterator[list[Any]]:
         """For each decision (`windows()`, in order), the ARENA lines read since the decision before, up to
@@ -277,10 +275,9 @@ class SessionReader:
         anchor = self.frame_records[window.frame]
         return events_to_tokens(events, window.t0_ns, self.size, pointer=anchor.pointer_px)
 
-    def token_summary(self, decision_hz: float = 5.0) -> dict[str, int]:
+    def token_summary(self) -> dict[str, int]:
         """Decisions, bursts, dropped setup keys and uncovered inputs, without decoding the video."""
-        _check_rate(decision_hz)
-        windows = self.windows(decision_hz)
+        windows = self.windows()
         bursts = dropped = 0
         for window in windows.windows:
             tokens = self._tokens(window)
@@ -293,17 +290,14 @@ class SessionReader:
             "uncovered_inputs": windows.uncovered,
         }
 
-    def decisions(
-        self, decision_hz: float = 5.0, images: bool = True, arena: bool = True
-    ) -> Iterator[Decision]:
+    def decisions(self, images: bool = True, arena: bool = True) -> Iterator[Decision]:
         """The session's decisions in order, each with its anchor frame decoded from the video.
 
         `images=False` decodes nothing: every decision's `image` is None (a reader of the views stored
         at capture time needs only the rest). `arena=False` still checks every log line but gives each
         decision an empty `arena` (copying the state as it changes costs as much as reading stored views).
         """
-        _check_rate(decision_hz)
-        windows = self.windows(decision_hz).windows
+        windows = self.windows().windows
         by_frame = {window.frame: window for window in windows}
         state, snapshot = ArenaState(), ArenaState()
         logs, next_log, changed = self.log_records, 0, False
@@ -339,12 +333,6 @@ class SessionReader:
                 game_speed=self.manifest.game_speed,
                 arena=snapshot,
             )
-
-
-def _check_rate(decision_hz: float) -> None:
-    # A decision's tokens are eight 25 ms slots: another rate would need another token layout.
-    if decision_hz <= 0 or round(1e9 / decision_hz) != DECISION_NS:
-        raise UserError(f"decisions are 200 ms (8 slots of 25 ms): decision_hz must be 5, not {decision_hz}")
 
 
 if __name__ == "__main__":
