@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from hoi4_arena.cluster import station as station_module
 from hoi4_arena.cluster.peers import Peer, load_bundle, make_bundle, read_peers
 from hoi4_arena.cluster.station import MAX_REQUEST_PAYLOAD, PeerClient, Station, connect
 from hoi4_arena.cluster.tls import client_context, connect_pinned, write_certificate
@@ -428,3 +429,11 @@ def test_replies_are_not_held_to_the_request_limit(identity) -> None:
             assert frame is not None and frame.nbytes > MAX_REQUEST_PAYLOAD
         finally:
             client.close()
+
+
+def test_the_rate_of_new_connections_is_counted_per_address() -> None:
+    """One address's flood leaves another address's connections alone (the driver on another machine
+    gets in while a stranger floods)."""
+    arrivals = station_module._Arrivals(rate=0.001, burst=3)
+    assert [arrivals.allow("10.0.0.9") for _ in range(5)] == [True, True, True, False, False]
+    assert arrivals.allow("10.0.0.2") and arrivals.allow("10.0.0.2")

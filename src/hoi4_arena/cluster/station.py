@@ -552,14 +552,18 @@ class _Arrivals:
         self.rate = rate
         self.burst = burst
         self._buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, when)
+        self._pruned = time.monotonic()
 
     def allow(self, address: str) -> bool:
         now = time.monotonic()
         tokens, when = self._buckets.get(address, (self.burst, now))
         tokens = min(self.burst, tokens + (now - when) * self.rate)
-        if len(self._buckets) > 4096:  # many addresses: forget those whose bucket is full again
-            full = self.burst / self.rate
+        full = self.burst / self.rate  # seconds an idle bucket takes to fill again
+        if len(self._buckets) > 4096 and now - self._pruned > full:
+            # Many addresses: forget those whose bucket is full again (at most once per `full`
+            # seconds, so that a flood from many addresses cannot make each arrival cost them all).
             self._buckets = {a: b for a, b in self._buckets.items() if now - b[1] < full}
+            self._pruned = now
         allowed = tokens >= 1
         self._buckets[address] = (tokens - allowed, now)
         return allowed
