@@ -8,9 +8,12 @@ process alternating round by round so that both see the same load. The libraries
 once, when they start, so each measurement is a process of its own. Views and tokens are random (no
 layer's cost depends on what the pixels show).
 
-It prints the median step time of each, training steps/s and play decisions/s, the ratio pinned /
-unpinned (1.0: free; 0.8: pinned runs at 80% of the speed), each process's ATen capability, whether
-the two kinds trained the same weights (they should not on a CPU with AVX-512), the CPU and the load.
+It prints the median step time of each, in wall time and in the process's CPU time, training steps/s
+and play decisions/s, the ratios pinned / unpinned (1.0: free; 0.8: pinned runs at 80% of the speed),
+each process's ATen capability, whether the two kinds trained the same weights (they should not on a CPU
+with AVX-512), the CPU and the load. On a shared machine the CPU-time ratio is the steadier one: with
+one torch thread (the default here) a step's CPU time barely moves with the load, while its wall time
+does, and with two threads on two busy cores torch's spinning threads make wall times meaningless.
 
 Try: .venv/bin/python bench/pinned_numerics.py --rounds 3 --steps 4
 """
@@ -71,9 +74,9 @@ def child(mode: str, steps: int, threads: int, plays: int) -> dict:
         return obs, torch.cat([kind[..., None], xy], dim=-1)
 
     obs, tokens = window(8, BC_SETTINGS["window"])
-    train_times = []
+    train_times, train_cpu = [], []
     for _ in range(steps + 1):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         out = policy(obs, tokens, chunk=BC_SETTINGS["chunk"])
         loss = -out.logp.mean()
         optimizer.zero_grad(set_to_none=True)
@@ -81,17 +84,21 @@ def child(mode: str, steps: int, threads: int, plays: int) -> dict:
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
         optimizer.step()
         train_times.append(time.perf_counter() - start)
+        train_cpu.append(time.process_time() - start_cpu)
     policy.eval()
     one, one_tokens = window(1, 1)
-    play_times = []
+    play_times, play_cpu = [], []
     with torch.no_grad():
         for _ in range(plays + 1):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             policy(one, one_tokens)
             play_times.append(time.perf_counter() - start)
+            play_cpu.append(time.process_time() - start_cpu)
     return {
         "train_s": statistics.median(train_times[1:]),
         "play_s": statistics.median(play_times[1:]),
+        "train_cpu_s": statistics.median(train_cpu[1:]),
+        "play_cpu_s": statistics.median(play_cpu[1:]),
         "sha256": weights_sha256(policy.state_dict()),
         "aten_capability": numerics()["aten_capability"],
     }
@@ -112,7 +119,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="processes of each kind, alternating")
     parser.add_argument("--steps", type=int, default=4, help="timed training steps in each process")
     parser.add_argument("--plays", type=int, default=20, help="timed play decisions in each process")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (the quickstart's: 2)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (the quickstart trains with 2; 1 measures steadily)",
+    )
     parser.add_argument("--child", choices=("pinned", "unpinned"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -125,23 +137,27 @@ def main() -> None:
             runs[kind].append(measure(kind, args))
     result: dict = {}
     for kind in kinds:
-        train_s = statistics.median(r["train_s"] for r in runs[kind])
-        play_s = statistics.median(r["play_s"] for r in runs[kind])
+        median = {
+            key: statistics.median(r[key] for r in runs[kind]) for key in runs[kind][0] if key.endswith("_s")
+        }
         result[kind] = {
-            "train_step_s": round(train_s, 4),
-            "train_steps_per_s": round(1 / train_s, 3),
-            "play_decision_s": round(play_s, 5),
-            "play_decisions_per_s": round(1 / play_s, 2),
+            "train_step_s": round(median["train_s"], 4),
+            "train_step_cpu_s": round(median["train_cpu_s"], 4),
+            "train_steps_per_s": round(1 / median["train_s"], 3),
+            "play_decision_s": round(median["play_s"], 5),
+            "play_decision_cpu_s": round(median["play_cpu_s"], 5),
+            "play_decisions_per_s": round(1 / median["play_s"], 2),
             "aten_capability": sorted({r["aten_capability"] for r in runs[kind]}),
             "weights": sorted({r["sha256"][:16] for r in runs[kind]}),
         }
-    result["ratio_train"] = round(
-        result["pinned"]["train_steps_per_s"] / result["unpinned"]["train_steps_per_s"], 3
-    )
-    result["ratio_play"] = round(
-        result["pinned"]["play_decisions_per_s"] / result["unpinned"]["play_decisions_per_s"], 3
-    )
-    result["same_weights"] = result["pinned"]["weights"] == result["unpinned"]["weights"]
+    pinned, unpinned = result["pinned"], result["unpinned"]
+    result["ratio"] = {
+        "train_wall": round(unpinned["train_step_s"] / pinned["train_step_s"], 3),
+        "train_cpu": round(unpinned["train_step_cpu_s"] / pinned["train_step_cpu_s"], 3),
+        "play_wall": round(unpinned["play_decision_s"] / pinned["play_decision_s"], 3),
+        "play_cpu": round(unpinned["play_decision_cpu_s"] / pinned["play_decision_cpu_s"], 3),
+    }
+    result["same_weights"] = pinned["weights"] == unpinned["weights"]
     result.update(cpu(), threads=args.threads, rounds=args.rounds, steps=args.steps, load=os.getloadavg())
     print(json.dumps(result, indent=2))
 
