@@ -20,7 +20,9 @@ which the libraries read when they start and every child process inherits. On on
 gives the same weights whether the process would otherwise pick AVX-512 or AVX2 (tests/test_numerics.py).
 What the pinning does not fix: oneDNN sizes its blocks by the CPU's caches and the thread count, so two
 CPU models may still sum a convolution in another order; that was never measured across two CPUs here.
-The cost is in bench/pinned_numerics.py.
+The cost, where the CPU has AVX-512: about 1.37x the CPU of a training step and of a play decision
+(bench/pinned_numerics.py, on this EPYC; oneDNN's AVX2 convolutions are most of it, MKL's branch almost
+none); nothing where it has not.
 
 Try: .venv/bin/python -c "from hoi4_arena.numerics import pin_numerics; print(pin_numerics())"
 """
