@@ -120,7 +120,7 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     # Other settings in the same folder are refused with a message naming them (in this process: the
     # command line's UserError-to-message path is test_cli's).
     with pytest.raises(UserError, match=r"other settings \(.*arena.*\)"):
-        RunState.open(QuickstartConfig(out=out, arena="river"))
+        RunState.open(QuickstartConfig(out=out, arena="ford"))
 
 
 def test_a_report_is_kept_only_while_it_is_the_report_of_the_stages(tmp_path: Path) -> None:
@@ -172,6 +172,9 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
         QuickstartConfig(out=tmp_path / "a", arena="plains,river:7", held_out="river:7")
     with pytest.raises(UserError, match="one map"):
         QuickstartConfig(out=tmp_path / "a", held_out="river,ford")
+    for arena in ("river", "plains,bay:1000"):  # the benchmark's maps are for evaluation only
+        with pytest.raises(UserError, match="is on the benchmark's maps"):
+            QuickstartConfig(out=tmp_path / "a", arena=arena)
     with pytest.raises(UserError, match="train-steps"):
         QuickstartConfig(out=tmp_path / "a", train_steps=0)
     with pytest.raises(UserError, match="val-games"):

@@ -130,7 +130,8 @@ class QuickstartConfig:
     """Bound the whole run by wall-clock minutes instead (>= 2): the games scale down, training gets
     what the rest leaves (the report says how many steps it made). None: fixed work, --train-steps."""
     arena: str = ARENA
-    """Training map(s): presets (map seed 0) or preset:seed, comma-separated; games cycle over them."""
+    """Training map(s): presets (map seed 0) or preset:seed, comma-separated; games cycle over them. Not
+    the benchmark's maps (river, map seeds >= 1000)."""
     held_out: str = "river:7"
     """A map the demonstrations never show, where the learned and scripted players also play (none: skip)."""
     games: int = 20
@@ -209,6 +210,10 @@ class QuickstartConfig:
             raise UserError(
                 f"--held-out {held_out} is one of the training maps: choose a map they never show"
             )
+        from hoi4_arena.maps.held_out import refuse_suite_maps
+
+        # Trained on (demonstrations, PPO) before any game is played; --held-out only evaluates, so it may.
+        refuse_suite_maps(self.arena_spec.split(","), "--arena")
 
     def settings(self) -> dict[str, Any]:
         """What decides the run's results: a resumed run must have the same. A budget decides them too (it
