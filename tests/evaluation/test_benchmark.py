@@ -19,6 +19,7 @@ from hoi4_arena.play.benchmark import BenchmarkConfig
 from hoi4_arena.results import GameResult, append_result
 
 runner = CliRunner()
+RESULTS = "results.jsonl"
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "held_out_pairs.py"
 
 
@@ -88,9 +89,11 @@ def test_a_tiny_run_makes_the_leaderboard_and_resumes_without_playing_twice(tmp_
         ("river:1000", 3000, "BLU"),
         ("river:1000", 3000, "RED"),
     ]
-    assert not (out / "presets").exists() and not any(
-        (out / "river" / "random").glob("*-g0000-*")
-    )  # not recorded
+    assert not (out / "presets").exists()
+    for player, settings in (("random", "play.json"), ("ai", "record-ai.json")):  # not recorded: no sessions
+        assert sorted(p.name for p in (out / "river" / player).iterdir()) == sorted(
+            [RESULTS, settings, "player.json"]
+        )
     text = (out / "leaderboard.md").read_text()
     first, second = pair["players"]["a"], pair["players"]["b"]
     assert "## river: 1 map" in text and "| random | 2 |" in text and f"| {first} | {second} | 2 |" in text
