@@ -1036,6 +1036,10 @@ def speed_command(
         "think_s": Opt(flag="--think", convert=low_high(float, "0.1-0.4")),
         "press_delay_s": Opt(flag="--press-delay", convert=low_high(float, "0.25-0.45")),
         "handover": Opt(convert=low_high(int, "0-150")),
+        "search_kinds": Opt(convert=value_list(str), extra="E.g. deep,near,none."),
+        "search_delays": Opt(convert=value_list(float), extra="E.g. 0,3."),
+        "search_replans": Opt(convert=value_list(float), extra="E.g. 2,6."),
+        "search_aims": Opt(convert=value_list(str), extra="E.g. city,second,near."),
     },
     skip=("progress",),
 )

@@ -5,7 +5,8 @@ The suites (`maps/held_out.py`): `presets`, the six training presets in turn at 
 then from RED: 80 games a suite, or the first `--pairs N` pairs (2N games) for a quick version.
 
 A player is a policy checkpoint (played by play-policy with the quickstart's decoding unless the options
-say otherwise), `scripted` (the scripted player, by record-ai), `random` (the seeded uniform baseline,
+say otherwise), `scripted` (the scripted player, by record-ai), `search` (the search player, by
+record-ai --player search with its default search: docs/search.md), `random` (the seeded uniform baseline,
 by play-policy) or `ai` (the game's AI on both sides, by record-ai --player ai). Every game is the
 runner's (`play/runner.py`): 365 days, 960x540, speed 5, the game's AI at 0.5, not recorded unless
 `--record`. Each player's games go to OUT/SUITE/PLAYER/ (results.jsonl, the command's settings file,
@@ -36,7 +37,8 @@ from hoi4_arena.play.runner import RESULTS
 from hoi4_arena.results import open_run, read_results
 
 AI = "ai"
-NAMED = (SCRIPTED, RANDOM, AI)
+SEARCH = "search"
+NAMED = (SCRIPTED, RANDOM, AI, SEARCH)
 SETTINGS = "benchmark.json"
 PLAYER_FILE = "player.json"
 SIZE = (540, 960)
@@ -54,7 +56,7 @@ class BenchmarkConfig:
     literals: the command line reads them from this source."""
 
     players: list[str]
-    """Checkpoint files, or the words scripted, random, ai."""
+    """Checkpoint files, or the words scripted, search, random, ai."""
     out: Path
     """Folder of every player's games (OUT/SUITE/PLAYER/) and the leaderboard; re-running with it resumes."""
     suite: str = "all"
@@ -86,7 +88,7 @@ class BenchmarkConfig:
     def __post_init__(self) -> None:
         self.out = Path(self.out)
         if not self.players:
-            raise UserError("give one or more players: checkpoint files, or scripted, random, ai")
+            raise UserError("give one or more players: checkpoint files, or scripted, search, random, ai")
         if self.suite not in (*SUITES, "all"):
             raise UserError(f"--suite must be {', '.join(SUITES)} or all, not {self.suite!r}")
         for what, value, low, high in (
@@ -132,7 +134,9 @@ class BenchmarkConfig:
             return PlayerSpec(player, player, None, {})
         path = Path(player)
         if not path.is_file():
-            raise UserError(f"player {player!r} is neither a checkpoint file nor scripted, random or ai")
+            raise UserError(
+                f"player {player!r} is neither a checkpoint file nor scripted, search, random or ai"
+            )
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         decoding = {
             "mode": self.mode,
@@ -155,7 +159,7 @@ class PlayerSpec:
 
     folder: str
     kind: str
-    """checkpoint, scripted, random or ai."""
+    """checkpoint, scripted, search, random or ai."""
     checkpoint: str | None
     decoding: dict[str, Any]
 
@@ -178,7 +182,7 @@ def _player_config(config: BenchmarkConfig, spec: PlayerSpec, suite: str, folder
         "ray_games": config.ray_games,
         "progress": config.progress,
     }
-    if spec.kind in (SCRIPTED, AI):
+    if spec.kind in (SCRIPTED, AI, SEARCH):
         from hoi4_arena.play.record_ai import RecordAIConfig
 
         return RecordAIConfig(player=spec.kind, speeds=(SPEED,), record=config.record, **common)

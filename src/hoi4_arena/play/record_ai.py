@@ -1,6 +1,8 @@
 """`hoi4-arena record-ai OUT`: play and record games without a person, one after another.
 
 `--player scripted` records the scripted player (`players/scripted.py`) against the game's AI;
+`--player search` the search player (`players/search.py`: the scripted player whose strategic choices
+are made by rollouts on the world, `--search-*`; headless games only);
 `--player ai` records the game's AI against itself, watched from one side by the spectator
 (`players/spectator.py`), whose popup clicks are the session's inputs. Each game:
 
@@ -61,6 +63,7 @@ from hoi4_arena.play.runner import (
     side_swapped,
     slug,
 )
+from hoi4_arena.players.search import SearchConfig, SearchPlayer
 from hoi4_arena.results import GameResult
 from hoi4_arena.screen.backends import backend
 from hoi4_arena.screen.game import GameRecord, GameSettings, sampling_seed
@@ -69,7 +72,8 @@ from hoi4_arena.screen.worker import Worker
 log = logging.getLogger(__name__)
 
 SETTINGS = "record-ai.json"
-PLAYERS = ("scripted", "ai")
+PLAYERS = ("scripted", "ai", "search")
+SEARCH_FIELDS = ("search_k", "search_days", "search_kinds", "search_delays", "search_replans", "search_aims")
 ALL = "all"
 
 
@@ -80,7 +84,8 @@ class RecordAIConfig:
     out: Path
     """Folder for the session folders, results.jsonl and record-ai.json; re-running with it resumes."""
     player: str = "scripted"
-    """scripted: the scripted player against the game's AI; ai: the game's AI on both sides."""
+    """scripted: the scripted player against the game's AI; ai: the game's AI on both sides; search: the
+    scripted player with its strategic choices searched by world rollouts (docs/search.md)."""
     minutes: float | None = None
     """Play time to record in all, in minutes of the game's clock; the game that runs it out is cut."""
     games: int | None = None
@@ -115,6 +120,19 @@ class RecordAIConfig:
     """The scripted player's pause between seeing what to do and starting to move, seconds (low, high)."""
     press_delay_s: tuple[float, float] = (0.25, 0.45)
     """The scripted player's rest between arriving on a target and pressing, seconds (low, high)."""
+    search_k: int = 2
+    """--player search: rollouts of each candidate at a choice point."""
+    search_days: int = 0
+    """--player search: game days a rollout looks ahead before it is scored by the share of victory
+    points held (0: to the end of the game)."""
+    search_kinds: tuple[str, ...] = ("deep", "near", "none")
+    """--player search: the opening's strategy kinds to try."""
+    search_delays: tuple[float, ...] = (0.0, 3.0)
+    """--player search: the opening's activation delays to try, seconds."""
+    search_replans: tuple[float, ...] = (2.0, 6.0)
+    """--player search: replanning periods to try, seconds."""
+    search_aims: tuple[str, ...] = ("city", "second", "near")
+    """--player search: each replan's aims to try (city, second, near)."""
     first: str | None = None
     """A policy checkpoint that plays each game's opening before the scripted player takes over
     (corrections: `players/handover.py`)."""
@@ -143,12 +161,19 @@ class RecordAIConfig:
     def __post_init__(self) -> None:
         self.out = Path(self.out)
         if self.player not in PLAYERS:
-            raise UserError(f"--player must be scripted or ai, not {self.player!r}")
+            raise UserError(f"--player must be scripted, ai or search, not {self.player!r}")
         if not backend(self.game).headless and self.player == "ai":
             raise UserError(
                 "--player ai runs headless only (--game sim): the window harness plays one side against "
                 "the AI"
             )
+        if self.player == "search":
+            if not backend(self.game).headless or self.peer is not None:
+                raise UserError(
+                    "--player search reads the world of the game it plays: headless local games only "
+                    "(--game sim, no --peer)"
+                )
+            self.search_config()  # refused now, with its message
         if self.minutes is None and self.games is None:
             raise UserError("give --minutes (play time to record) or --games (how many), or both")
         if self.minutes is not None and not (
@@ -222,6 +247,21 @@ class RecordAIConfig:
         spec = f"{name}:{seed}" if name in PRESETS else name
         return GamePlan(index, name, spec, seed, side, self.speeds[pair % len(self.speeds)])
 
+    def search_config(self) -> Any:
+        """The search player's settings (`players.search.SearchConfig`); bad values are a UserError."""
+        try:
+            return SearchConfig(
+                k=self.search_k,
+                days=self.search_days,
+                kinds=tuple(self.search_kinds),
+                delays_s=tuple(self.search_delays),
+                replans_s=tuple(self.search_replans),
+                aims=tuple(self.search_aims),
+                speed=min(self.speeds),
+            )
+        except (TypeError, ValueError) as error:
+            raise UserError(f"--search-*: {error}") from None
+
     def settings(self) -> dict[str, Any]:
         """What decides the games: a resumed run must have the same (record-ai.json)."""
         data = asdict(self)
@@ -248,6 +288,11 @@ class RecordAIConfig:
             data.pop("handover")
         if self.intent_policy is None:
             data.pop("intent_policy")
+        for key in SEARCH_FIELDS:
+            if self.player != "search":
+                data.pop(key)
+            elif isinstance(data[key], tuple):
+                data[key] = list(data[key])
         for key in ("think_s", "press_delay_s"):
             if tuple(data[key]) == RecordAIConfig.__dataclass_fields__[key].default:
                 data.pop(key)
@@ -265,8 +310,10 @@ def make_player(
     side: str = "BLU",
     speed: int = 5,
     intent_policy: Any = None,
+    world_of: Any = None,
 ):
-    """The player of one game: the scripted player, the AI game's spectator, or -- with `first` (a
+    """The player of one game: the scripted player, the search player (`world_of` returns the game's
+    world and AIs), the AI game's spectator, or -- with `first` (a
     `PolicyPlayer`) -- the policy handing over to the scripted player, or -- with `intent_policy` -- the
     policy carrying out the scripted player's intents."""
     from hoi4_arena.players.templates import sim_rules
@@ -284,6 +331,8 @@ def make_player(
         think_s=config.think_s,
         hand=HandConfig(press_delay_s=config.press_delay_s),
     )
+    if config.player == "search":
+        return SearchPlayer(rules, seed, world_of, config.search_config(), settings, cursor)
     scripted = ScriptedPlayer(rules, seed, settings, cursor)
     if intent_policy is not None:
         from hoi4_arena.players.intent_player import IntentPlayer
@@ -363,15 +412,23 @@ class _RecordRun:
             max_days=config.max_days,
             ai_strength=config.ai_strength,
             ai_both=config.player == "ai",
-            player_kind="scripted" if config.player == "scripted" else None,
+            player_kind="scripted" if config.player in ("scripted", "search") else None,
             station=self.station,
         )
 
     def player(self, plan: GamePlan, worker: Worker) -> Any:
         rgba, hotspot = worker.pointer_image()
         cursor = (rgba.shape[1], rgba.shape[0], tuple(hotspot))
+        game = getattr(worker, "game", None)  # the search player's privileged view of the world
         return make_player(
-            self.config, plan.seed, cursor, self.first, plan.side, plan.speed, self.intent_policy
+            self.config,
+            plan.seed,
+            cursor,
+            self.first,
+            plan.side,
+            plan.speed,
+            self.intent_policy,
+            world_of=None if game is None else (lambda: (game.world, game.ais)),
         )
 
     def game_settings(self, plan: GamePlan, budget_ns: int | None) -> GameSettings:
@@ -396,10 +453,11 @@ class _RecordRun:
         config = self.config
         if not config.record:
             return None
+        source = "scripted" if config.player == "search" else config.player  # a session's sources
         return RecorderSettings(
             hz=float(config.hz),
             game_speed=plan.speed,
-            source=config.player if self.intent_policy is None else "policy",
+            source=source if self.intent_policy is None else "policy",
             codec=config.codec,
             game="sim",
             side=plan.side,

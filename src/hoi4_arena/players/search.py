@@ -1,0 +1,173 @@
+"""The search player: the scripted player whose strategic choices are made by rollouts on the world.
+
+It plays through the screen exactly as the scripted player does (`players/scripted.py`: the same
+captures, templates, map reading and hand), and only its choices differ. At each choice point the
+world is forked and every candidate is rolled out `k` times on the world alone, both sides played to
+the end (or `days` ahead) by the scripted plan's world orders and the game's AI (`sim/rollout.py`);
+the candidate with the best mean is played:
+
+- the opening, once it has seen its flag: the strategy kind (near / deep / none), the activation delay
+  and the replanning period, every combination of `kinds`, `delays_s` and `replans_s`;
+- each replan, when the plan is done and the next offensive is due: its aim, among `aims` (city: the
+  capital while the enemy holds it, else the enemy city nearest the front, the scripted rule;
+  second: the next city; near: just across the border).
+
+Rolling each option out with the base player and taking the best is one step of policy improvement
+(Tesauro and Galperin 1996; Bertsekas' rollout algorithms): not worse than the base player in
+expectation, where the rollouts model the game well.
+
+The search reads the world (`world_of`: the running game's world and AIs): it is privileged, a teacher,
+like the critics that read the ARENA state; a policy trained on its games sees only their pixels and
+inputs. So it plays the simulator's headless games only (record-ai refuses --game x11 and --peer),
+where the world stands still while it searches (the game's clock is virtual).
+
+Try: hoi4-arena record-ai runs/search --player search --games 2 --arena river:1000 --seed 3000 --no-record
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hoi4_arena.players.scripted import STRATEGIES, PlayerConfig, ScriptedPlayer, Seen, Strategy
+from hoi4_arena.players.templates import Calibration
+from hoi4_arena.sim.ai import GameAI
+from hoi4_arena.sim.clock import HOURS_PER_SECOND
+from hoi4_arena.sim.rollout import AIMS, OPENING_AIMS, Choice, Score, search, vp_share
+from hoi4_arena.sim.world import World
+
+WorldOf = Callable[[], tuple[World, dict[str, GameAI]]]
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """What the search player searches, and how hard."""
+
+    k: int = 2
+    """Rollouts of each candidate (different seeds of the world's battle luck and the AI's picks)."""
+    days: int = 0
+    """Game days a rollout looks ahead before it is scored (0: to the end of the game)."""
+    kinds: tuple[str, ...] = ("deep", "near", "none")
+    """The opening's strategy kinds to try."""
+    delays_s: tuple[float, ...] = (0.0, 3.0)
+    """The opening's activation delays to try, seconds (the scripted mix draws 0..3)."""
+    replans_s: tuple[float, ...] = (2.0, 6.0)
+    """Replanning periods to try, seconds (the scripted mix draws 2..6)."""
+    aims: tuple[str, ...] = ("city", "second", "near")
+    """Each replan's aims to try (empty: replan as the scripted player does, no search)."""
+    speed: int = 5
+    """The game speed the match runs at (turns the seconds above into game hours)."""
+    lag_hours: int = 96
+    """Game hours from the opening's choice to the army holding the front (the screen player's setup;
+    the scripted player's milestones on the benchmark: army on day 3, front on day 5)."""
+    order_hours: int = 72
+    """Game hours from drawing an offensive to executing it (its drag, checks and click at speed 5)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 1000:
+            raise ValueError(f"k must be a whole number in 1..1000, not {self.k!r}")
+        if isinstance(self.days, bool) or not isinstance(self.days, int) or self.days < 0:
+            raise ValueError(f"days must be a whole number >= 0, not {self.days!r}")
+        if not self.kinds or any(kind not in STRATEGIES for kind in self.kinds):
+            raise ValueError(f"kinds must be among {', '.join(STRATEGIES)}, not {self.kinds!r}")
+        if any(aim not in AIMS or aim == "none" for aim in self.aims):
+            raise ValueError(f"aims must be among city, second, near, not {self.aims!r}")
+        for name in ("delays_s", "replans_s"):
+            values = getattr(self, name)
+            if not values or any(not 0 <= v <= 3600 for v in values):
+                raise ValueError(f"{name} must be one or more seconds in 0..3600, not {values!r}")
+        if min(self.replans_s) * HOURS_PER_SECOND[self.speed - 1] < 1:
+            raise ValueError("a replanning period must be at least one game hour")
+
+    def hours(self, seconds: float) -> int:
+        """Seconds of play at the match's speed as whole game hours."""
+        return round(seconds * HOURS_PER_SECOND[self.speed - 1])
+
+    def openings(self) -> list[tuple[Strategy, Choice]]:
+        """Every opening candidate: the strategy the screen plays and the choice the rollouts play."""
+        out = []
+        for kind, delay, replan in itertools.product(self.kinds, self.delays_s, self.replans_s):
+            choice = Choice(OPENING_AIMS[kind], self.hours(delay), self.hours(replan))
+            out.append((Strategy(kind, delay, replan), choice))
+        return out
+
+
+class SearchPlayer(ScriptedPlayer):
+    """The scripted player with its choices searched (see the module docstring). `world_of` returns
+    the running game's world and AIs; `score` values a rollout that has not ended after `days`."""
+
+    def __init__(
+        self,
+        rules: Calibration,
+        seed: int,
+        world_of: WorldOf,
+        search: SearchConfig | None = None,
+        config: PlayerConfig | None = None,
+        cursor: tuple[int, int, tuple[int, int]] = (16, 24, (0, 0)),
+        score: Score = vp_share,
+    ) -> None:
+        self.search_config = search or SearchConfig()
+        self.world_of = world_of
+        self.score = score
+        self.searches: list[dict[str, Any]] = []
+        """Every choice point: when, what, the candidates' means and the choice."""
+        self._aim: str | None = None
+        self._seed = seed
+        # Played until the opening is searched (the flag is seen before any plan is drawn).
+        strategy, _ = self.search_config.openings()[0]
+        super().__init__(rules, seed, config, cursor, strategy)
+
+    def _search(self, now: int, point: str, candidates: list[Choice], lag_hours: int) -> Choice:
+        world, ais = self.world_of()
+        cfg = self.search_config
+        seed = zlib.crc32(f"search-{self._seed}-{self.own}-{len(self.searches)}".encode())
+        found = search(
+            world,
+            ais,
+            self.own,
+            candidates,
+            cfg.k,
+            seed,
+            days=cfg.days,
+            lag_hours=lag_hours,
+            order_hours=cfg.order_hours,
+            score=self.score,
+        )
+        self.searches.append({"t_ns": now, "day": world.day, "point": point, **found.to_dict(candidates)})
+        self._note(now, f"search at {point}: {found.best.label} of {len(candidates)} candidates")
+        return found.best
+
+    # --- the choice points ------------------------------------------------------------------------
+
+    def _look(self, seen: Seen, frame, now: int) -> None:
+        super()._look(seen, frame, now)
+        if self.own is None or self.searches:
+            return
+        openings = self.search_config.openings()
+        best = self._search(now, "opening", [c for _, c in openings], self.search_config.lag_hours)
+        self.strategy = next(s for s, c in openings if c == best)
+
+    def _hold(self, seen: Seen, frame, now: int) -> None:
+        super()._hold(seen, frame, now)
+        if self.phase != "offensive":
+            return
+        aims = self.search_config.aims
+        if aims:
+            period = self.search_config.hours(self.strategy.replan_every_s or 0) or None
+            candidates = [Choice(aim, 0, period) for aim in aims]
+            self._aim = self._search(now, "replan", candidates, 0).aim
+
+    def _plan(self, view, attempt: int = 1):
+        # The scripted player's retries already walk its aims: attempt 3 takes the second city, 4 and
+        # later a province just across the border. A searched aim starts where it belongs.
+        if not self._opening and self._aim == "near":
+            attempt = max(attempt, 4)
+        elif not self._opening and self._aim == "second":
+            attempt = max(attempt, 3)
+        return super()._plan(view, attempt)
+
+    def summary(self) -> dict[str, Any]:
+        return super().summary() | {"searches": self.searches}

@@ -1,0 +1,98 @@
+"""The search player (players/search.py): it plays the searched opening through the screen, searches
+each replan, and record-ai --player search plays and refuses bad settings in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
+from hoi4_arena.players.search import SearchConfig, SearchPlayer
+from hoi4_arena.players.templates import sim_rules
+from hoi4_arena.screen.game import GameSettings, play_game
+from hoi4_arena.screen.sim_worker import SimWorker
+
+SIZE = (540, 960)
+
+
+def test_the_player_plays_the_opening_the_search_finds_better(tmp_path: Path) -> None:
+    # The enemy has no divisions: an opening that attacks takes victory points, one that holds (its
+    # first replan an hour-long period away) keeps the start's share. Hold is listed first.
+    search = SearchConfig(k=1, days=20, kinds=("none", "deep"), delays_s=(0.0,), replans_s=(3600.0,), aims=())
+    with SimWorker("river:3", 3, size=SIZE, layout="cpu", player="BLU", max_days=60) as worker:
+        world = worker.game.world
+        for division in [d for d in world.divisions.values() if d.tag == "RED"]:
+            world.destroy(division)
+        rgba, hotspot = worker.pointer_image()
+        player = SearchPlayer(
+            sim_rules(SIZE),
+            3,
+            lambda: (worker.game.world, worker.game.ais),
+            search,
+            cursor=(rgba.shape[1], rgba.shape[0], tuple(hotspot)),
+        )
+        play_game(worker, player, GameSettings(side="BLU", speed=5, max_decisions=120))
+    opening = player.searches[0]
+    assert opening["point"] == "opening" and opening["best"].startswith("city/")
+    assert opening["means"]["none/d0h/r86400h"] == pytest.approx(0.5)
+    assert player.strategy.kind == "deep" and player.summary()["searches"] == player.searches
+    assert any(o["order"] == "offensive" for o in player.orders)
+
+
+def test_record_ai_plays_search_games_with_replans_searched(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    config = RecordAIConfig(
+        out=out,
+        player="search",
+        games=1,
+        arena="river:1000",
+        seed=3000,
+        max_days=30,
+        progress=False,
+        search_k=1,
+        search_days=10,
+        search_kinds=("deep",),
+        search_delays=(0.0,),
+        search_replans=(2.0,),
+        search_aims=("city", "near"),
+    )
+    summary = run_record_ai(config)
+    assert summary["games"] == 1 and summary["valid"] == 1
+    row = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert row["player"] == "search" and row["strategy"].startswith("deep") and row["setup"]["complete"]
+    manifest = json.loads((out / row["session"] / "manifest.json").read_text())
+    assert manifest["source"] == "scripted" and row["session"].startswith("search-")
+    searches = manifest["extra"]["player"]["searches"]
+    assert searches[0]["point"] == "opening" and searches[0]["rollouts"] == 1
+    replans = [s for s in searches[1:] if s["point"] == "replan"]
+    assert replans and all(set(s["means"]) == {"city/d0h/r48h", "near/d0h/r48h"} for s in replans)
+    settings = json.loads((out / "record-ai.json").read_text())["settings"]
+    assert settings["search_aims"] == ["city", "near"] and settings["search_k"] == 1
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"game": "x11"}, "headless local games only"),
+        ({"search_kinds": ("sideways",)}, "kinds must be among"),
+        ({"search_k": 0}, "k must be"),
+        ({"search_aims": ("none",)}, "aims must be among"),
+    ],
+)
+def test_bad_search_settings_are_refused(tmp_path: Path, changes: dict, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        RecordAIConfig(out=tmp_path / "x", player="search", games=1, progress=False, **changes)
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_benchmark_plays_search_through_record_ai(tmp_path: Path) -> None:
+    from hoi4_arena.play.benchmark import BenchmarkConfig, _player_config
+
+    config = BenchmarkConfig(players=["search", "scripted"], out=tmp_path / "bench", pairs=1, progress=False)
+    spec = config.specs[0]
+    assert (spec.folder, spec.kind) == ("search", "search")
+    played = _player_config(config, spec, "river", tmp_path / "bench" / "river" / "search")
+    assert isinstance(played, RecordAIConfig) and played.player == "search"
