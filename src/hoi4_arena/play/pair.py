@@ -76,7 +76,7 @@ from typing import Any
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import other_tag
 from hoi4_arena.play.pair_config import KINDS, CollectPairConfig, PairConfig, PairPlan, plan_game
-from hoi4_arena.play.runner import decisions_per_day
+from hoi4_arena.play.runner import decisions_per_day, play_in_order
 from hoi4_arena.results import GameResult, append_result, read_results, win_record
 from hoi4_arena.screen.game import GameRecord, GameSettings, play_game
 from hoi4_arena.screen.tokens import DECISION_NS
@@ -789,17 +789,9 @@ def _collect_pair(
     if cluster is not None:
         interrupted = cluster.play(run, out, pending, budget_left, wall_out, finished, game=play_pair_task)
     else:
-        for index in pending:
-            left = budget_left()
-            if (left is not None and left <= 0) or wall_out():
-                break
-            plan = run.plan(index)
-            try:
-                game = run.play(plan, out, left)
-            except KeyboardInterrupt:
-                interrupted = True
-                break
-            finished(plan, game)
+        interrupted = play_in_order(
+            pending, run.plan, lambda plan, left: run.play(plan, out, left), budget_left, wall_out, finished
+        )
     seconds = time.perf_counter() - started
     lates: list[float] = []  # every decision of every game in OUT, from the games' manifests
     for folder in sorted(out.glob("g[0-9][0-9][0-9][0-9]")):

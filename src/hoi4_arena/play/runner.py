@@ -273,6 +273,35 @@ def play_planned(
     return record
 
 
+def play_in_order(
+    pending: Iterator[int],
+    plan_of: Callable[[int], Any],
+    play: Callable[[Any, int | None], Any],
+    budget_left: Callable[[], int | None],
+    wall_out: Callable[[], bool],
+    finished: Callable[[Any, Any], None],
+    start: Callable[[Any], None] | None = None,
+) -> bool:
+    """The local loop over a run's `pending` games (indices in plan order): each `plan_of(index)` played by
+    `play(plan, budget left)` and handed to `finished(plan, outcome)`, until the play-time budget or the
+    wall clock runs out; True when Ctrl+C interrupted a game (which is then not finished). One-player runs
+    (`run_games`) and collect-pair's pair games both go through it; on Ray, `RayGames.play` keeps the same
+    order and budget."""
+    for index in pending:
+        left = budget_left()
+        if (left is not None and left <= 0) or wall_out():
+            return False
+        plan = plan_of(index)
+        if start is not None:
+            start(plan)
+        try:
+            outcome = play(plan, left)
+        except KeyboardInterrupt:
+            return True
+        finished(plan, outcome)
+    return False
+
+
 def play_one(run: Run, plan: GamePlan, folder: Path, left: int | None) -> GameRecord:
     """One game of a one-player run in a Ray task (`play_planned`), its session recorded into `folder`."""
     with run.workers() as open_worker:
@@ -339,18 +368,13 @@ def run_games(
                 interrupted = cluster.play(run, out, pending, budget_left, wall_out, finished, play_one, bar)
         else:
             with run.workers() as open_worker:
-                for index in pending:
-                    left = budget_left()
-                    if (left is not None and left <= 0) or wall_out():
-                        break
-                    plan = run.plan(index)
-                    bar.start_game(plan)
-                    try:
-                        record = play_planned(run, plan, open_worker, out, left, bar.decision)
-                    except KeyboardInterrupt:
-                        interrupted = True
-                        break
-                    finished(plan, record)
+
+                def play(plan: GamePlan, left: int | None) -> GameRecord:
+                    return play_planned(run, plan, open_worker, out, left, bar.decision)
+
+                interrupted = play_in_order(
+                    pending, run.plan, play, budget_left, wall_out, finished, bar.start_game
+                )
     seconds = time.perf_counter() - started
     rows = [done[i] for i in sorted(done) if i < limit]
     return {
