@@ -236,6 +236,28 @@ def play_out(world: World, ais: dict[str, GameAI], plans: Sequence[ScriptedPlan]
         world.step(1)
 
 
+def play_choice(
+    world: World,
+    ais: dict[str, GameAI],
+    side: str,
+    choice: Choice,
+    seed: int,
+    *,
+    days: int = 0,
+    lag_hours: int = 0,
+    order_hours: int = 0,
+) -> World:
+    """A fork of `world` where `side` has played `choice` (the other side its AI) for `days` game days
+    (0: to the game's end); `world` and `ais` are not changed."""
+    world, ais = fork(world, ais)
+    world.rng = random.Random(f"rollout-{seed}")
+    ais.pop(side, None)  # the side is the plan's
+    plan = ScriptedPlan(side, choice, random.Random(f"plan-{seed}"), lag_hours, order_hours)
+    end = world.hour + 24 * days if days else world.max_days * 24 + 1
+    play_out(world, ais, [plan], end)
+    return world
+
+
 def rollout(
     world: World,
     ais: dict[str, GameAI],
@@ -248,15 +270,10 @@ def rollout(
     order_hours: int = 0,
     score: Score = vp_share,
 ) -> float:
-    """`side` plays `choice` from a fork of `world` (the other side its AI); the outcome when the game
-    ends within `days` game days (0: to its end), else `score` of the world then. `world` and `ais`
-    are not changed."""
-    world, ais = fork(world, ais)
-    world.rng = random.Random(f"rollout-{seed}")
-    ais.pop(side, None)  # the side is the plan's
-    plan = ScriptedPlan(side, choice, random.Random(f"plan-{seed}"), lag_hours, order_hours)
-    end = world.hour + 24 * days if days else world.max_days * 24 + 1
-    play_out(world, ais, [plan], end)
+    """`play_choice`'s value for `side`: the outcome when the game has ended, else `score` of the world."""
+    world = play_choice(
+        world, ais, side, choice, seed, days=days, lag_hours=lag_hours, order_hours=order_hours
+    )
     return outcome(world, side) if world.over else float(score(world, side))
 
 
