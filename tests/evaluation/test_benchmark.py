@@ -145,6 +145,8 @@ def test_two_decodings_of_one_checkpoint_are_two_players(tmp_path: Path) -> None
         p["sha256"].startswith(prefix) and p["checkpoint"] == str(checkpoint) for p in players.values()
     )
     assert second["suites"]["river"]["compared"][0]["paired_games"] == 2
+    text = (out / "leaderboard.md").read_text()
+    assert f"- {prefix}-sample-t1-m8: {checkpoint}" in text  # which file a folder's name stands for
 
 
 def test_players_are_compared_on_the_games_both_have(tmp_path: Path) -> None:

@@ -152,6 +152,11 @@ def format_board(board: dict[str, Any]) -> str:
                 + ("-" if math.isnan(score) else f"{score:.3f}")
                 + " |"
             )
+        checkpoints = {
+            name: who["checkpoint"] for name, who in entry["players"].items() if who.get("checkpoint")
+        }
+        if checkpoints:
+            lines += ["", *(f"- {name}: {path}" for name, path in sorted(checkpoints.items()))]
         if entry["compared"]:
             lines += [
                 "",
