@@ -4,6 +4,7 @@ each replan, and record-ai --player search plays and refuses bad settings in one
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,18 @@ def test_the_benchmark_plays_search_through_record_ai(tmp_path: Path) -> None:
     assert (spec.folder, spec.kind) == ("search", "search")
     played = _player_config(config, spec, "river", tmp_path / "bench" / "river" / "search")
     assert isinstance(played, RecordAIConfig) and played.player == "search"
+
+
+def test_the_command_refuses_bad_search_settings_in_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    from hoi4_arena import cli as command_line
+
+    out = tmp_path / "run"
+    monkeypatch.setattr(
+        sys, "argv", ["hoi4-arena", "record-ai", str(out), "--player", "search", "--search-kinds", "sideways"]
+    )
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit) as exited:
+        command_line.main()
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "--search-kinds must be among" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()

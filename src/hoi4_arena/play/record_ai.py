@@ -260,7 +260,11 @@ class RecordAIConfig:
                 speed=min(self.speeds),
             )
         except (TypeError, ValueError) as error:
-            raise UserError(f"--search-*: {error}") from None
+            field, _, rest = str(error).partition(" ")
+            option = {"delays_s": "delays", "replans_s": "replans"}.get(field, field)
+            if option in ("k", "days", "kinds", "delays", "replans", "aims"):
+                raise UserError(f"--search-{option} {rest}") from None
+            raise UserError(f"--search-replans: {error}") from None
 
     def settings(self) -> dict[str, Any]:
         """What decides the games: a resumed run must have the same (record-ai.json)."""
