@@ -68,6 +68,9 @@ class DecodeSettings:
     """Ids of the sessions whose tokens are an IDM's labels (sessions/labels.py), not their inputs."""
     idm_min_logp: float | None = None
     """Leave out of the loss labelled decisions with a token less likely than this."""
+    expert_sessions: tuple[str, ...] = ()
+    """Ids of the sessions whose tokens are the scripted player's labels (labels-expert.json), not their
+    inputs (`hoi4-arena dagger`)."""
 
     def __post_init__(self) -> None:
         unknown = [hex(k) for k in self.drop_keys if k not in KEY_NAMES]
@@ -154,7 +157,10 @@ def decode_session(
     reader = SessionReader(folder)
     layout = settings.view_layout
     labelled = None
-    if reader.manifest.id in settings.idm_sessions:
+    if reader.manifest.id in settings.expert_sessions:
+        labels = read_labels(reader.path, "expert")
+        labelled = (labels.tokens, labels.keep())
+    elif reader.manifest.id in settings.idm_sessions:
         labels = read_labels(reader.path)
         labelled = (labels.tokens, labels.keep(settings.idm_min_logp))
     try:

@@ -35,6 +35,11 @@ own play; ask for them with --sources."""
 IDM_SOURCE = "idm"
 """Not a manifest source: the sessions an IDM labelled (`hoi4-arena label`), whatever their manifest says.
 They train on their labels; a labelled session whose own source is asked for too trains on its inputs."""
+EXPERT_SOURCE = "expert"
+"""Not a manifest source either: the sessions the scripted player labelled in the shadow of another
+player (`hoi4-arena dagger`, labels-expert.json); they train on the expert's labels, as idm on the IDM's.
+A session labelled both ways trains on the labels asked for first (expert before idm)."""
+LABEL_SOURCES = (EXPERT_SOURCE, IDM_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class DataSet:
 
 
 def check_sources(sources: tuple[str, ...]) -> tuple[str, ...]:
-    known = (*SOURCES, IDM_SOURCE)
+    known = (*SOURCES, *LABEL_SOURCES)
     unknown = sorted(set(sources) - set(known))
     if unknown or not sources:
         raise UserError(
@@ -133,7 +138,8 @@ def find_sessions(
     data = DataSet(str(data_dir), [], [])
     for entry in complete:
         own = entry.manifest.source in sources
-        if not own and not (IDM_SOURCE in sources and has_labels(entry.path)):
+        labelled = next((s for s in LABEL_SOURCES if s in sources and has_labels(entry.path, s)), None)
+        if not own and labelled is None:
             other_sources[entry.manifest.source] = other_sources.get(entry.manifest.source, 0) + 1
             continue
         if entry.split not in ("train", "val"):
@@ -145,8 +151,8 @@ def find_sessions(
             windows = reader.windows().windows
             decisions = len(windows)
             active = tuple(window.index for window in windows if window.events)
-            if not own:  # trained on its labels: the decisions the IDM gave any input are the active ones
-                labels = read_labels(entry.path)
+            if not own:  # trained on its labels: the decisions labelled with any input are the active ones
+                labels = read_labels(entry.path, labelled)
                 if len(labels) != decisions:
                     raise UserError(
                         f"its labels hold {len(labels)} decisions, the session {decisions}; label it again"
@@ -168,7 +174,7 @@ def find_sessions(
                 data.skipped.append({"path": str(entry.path), "reason": f"rung {rung} never reached"})
                 continue
             start = moment
-        source = entry.manifest.source if own else IDM_SOURCE
+        source = entry.manifest.source if own else labelled
         found = SessionSource(str(entry.path), entry.id, source, entry.split, decisions, active, start)
         (data.train if entry.split == "train" else data.val).append(found)
     if not data.train:

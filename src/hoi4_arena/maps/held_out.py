@@ -117,9 +117,9 @@ def refuse_suite_maps(
 
 def session_map(arena: str | None, extra: dict) -> str | None:
     """The map a recorded session played, from its manifest's `arena` and `extra`: the runner's commands
-    keep the full spec (record-ai's `record_ai.map`, play-policy's `play.map`); the ARENA log gives only
-    the preset (`arena`)."""
-    for key in ("record_ai", "play"):
+    keep the full spec (record-ai's `record_ai.map`, play-policy's `play.map`, dagger's `dagger.map`); the
+    ARENA log gives only the preset (`arena`)."""
+    for key in ("record_ai", "play", "dagger"):
         spec = (extra.get(key) or {}).get("map") if isinstance(extra.get(key), dict) else None
         if isinstance(spec, str) and spec:
             return spec

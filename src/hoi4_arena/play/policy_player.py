@@ -214,6 +214,14 @@ class PolicyPlayer:
         with torch.inference_mode():
             return self._decide(views, speed, pointer)
 
+    def played(self, tokens: np.ndarray) -> None:
+        """The decision's tokens were not this policy's but `tokens` (8, 3) (DAgger's expert,
+        `players/dagger_player.py`): the memory's previous action becomes them, as in training, where it
+        is the labelled one."""
+        if self._state is not None:
+            previous = torch.as_tensor(np.asarray(tokens, np.int64)[None], device=self._state.previous.device)
+            self._state = PolicyState(self._state.hidden, previous)
+
     def _decide(self, views: dict[str, np.ndarray], speed: int, pointer: tuple[int, int]) -> np.ndarray:
         obs = self.observation(views, speed, pointer)
         state = self._state or self.policy.initial_state(1)

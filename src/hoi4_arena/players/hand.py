@@ -100,6 +100,26 @@ class Hand:
     def wait_range(self, bounds: tuple[float, float]) -> None:
         self.wait(self.rng.uniform(*bounds))
 
+    def drop(self, t_ns: int, pointer: tuple[int, int]) -> None:
+        """Someone else's input came instead of the queued events: forget them, and go on from `t_ns` with
+        the pointer where that input left it (`players/shadow.py`)."""
+        self.queue.clear()
+        self._slot = self._slot_of(t_ns)
+        self.pointer = self._inside(pointer)
+
+    def release(self, kind: str, what: str | int, skill: str) -> None:
+        """Let go of a button (`kind` "button", `what` its name) or a key ("key", its code) held down,
+        where the pointer is."""
+        if kind == "button":
+            self._emit("button_up", skill, button=what)
+        else:
+            self._emit("key_up", skill, key=what)
+
+    def wheel(self, delta: int, skill: str) -> None:
+        """Turn the wheel `delta` notches (+ up) where the pointer is, one notch a slot."""
+        for _ in range(abs(int(delta))):
+            self._emit("wheel", skill, delta=1 if delta > 0 else -1)
+
     def due(self, until_ns: int) -> list[InputEvent]:
         """The queued events before `until_ns`, taken off the queue."""
         out = []

@@ -223,6 +223,7 @@ class ScriptedPlayer:
         self._last_clock: np.ndarray | None = None
         self._clock_moved: int | None = None
         self._speed: int | None = None
+        self._knows = False  # a step cut short by `interrupt`: the next one starts without a pause
 
     # --- the interface to the decision loop -------------------------------------------------------
 
@@ -260,6 +261,21 @@ class ScriptedPlayer:
             # change when the player reads the map (the same seed plays the same game either way).
             getattr(self, f"_{self.phase}")(seen, capture.frame if wanted_map else None, now)
         return hand.due(until)
+
+    def interrupt(self, t_ns: int, pointer: tuple[int, int]) -> None:
+        """Its input was not applied from `t_ns` on (another player's was: `players/shadow.py`): the hand's
+        queued events are dropped and the pointer taken where the other left it; a step cut short
+        counts as not tried, and the next decision looks at the screen afresh."""
+        if self.hand is None:
+            return
+        if self.hand.busy() and self._pending is not None:
+            name = self._pending[0]
+            if self._tries.get(name, 0) > 0:
+                self._tries[name] -= 1
+            self._pending = None
+            self._knows = True  # it had seen what to do: it moves again at once, without thinking anew
+        self.hand.drop(t_ns, pointer)
+        self._look_at = 0
 
     def see(self, capture: Capture) -> Seen:
         """What the capture shows (the pointer sprite left out of every comparison); notes whether the
@@ -305,7 +321,10 @@ class ScriptedPlayer:
 
     def _do(self, schedule) -> None:
         """Think a moment, then let the hand carry out `schedule`; look again once it has."""
-        self.hand.wait_range(self.config.think_s)
+        if self._knows:
+            self._knows = False
+        else:
+            self.hand.wait_range(self.config.think_s)
         schedule()
         self._look_at = self.hand.free_at + DECISION_NS // 2
 

@@ -1,18 +1,22 @@
-"""Labelled inputs beside a session: the tokens an IDM gave each decision of a video without inputs.
+"""Labelled inputs beside a session: the tokens a labeller gave each decision, apart from what was played.
 
-Two files in the session folder, written by `hoi4-arena label` next to the session's own files and never
-over them (manifest.json, frames.jsonl and inputs.jsonl are not touched):
+Two labellers write them, each its own pair of files (`SOURCES`): `idm`, an inverse-dynamics model's
+tokens for a video without inputs (`hoi4-arena label`), and `expert`, the scripted player's input from
+each screen of a game someone else played (`hoi4-arena dagger`: `players/shadow.py`, its lines say
+whether the label was played). Both sit next to the session's own files and never over them
+(manifest.json, frames.jsonl and inputs.jsonl are not touched):
 
     labels-idm.json    {"format": "hoi4-arena-labels", "version": 1, "source": "idm", "checkpoint",
                         "weights_sha256", "layout", "decisions", "min_logp", "created", "code_version"}
     labels-idm.jsonl   one line per decision k = 0, 1, ...: {"decision": k, "frame": anchor frame,
                         "tokens": [[kind, x, y] x 8], "logp": [8 log-likelihoods], "dropped": bool}
 
-`dropped` marks a decision with a token less likely than the labelling's --min-logp; training skips
-it. The index is written last (atomically), so a session is labelled exactly when it has the index
+`dropped` marks a decision with a token less likely than the labelling's --min-logp (an expert label:
+a decision the expert gave no label, e.g. after the end panel); training skips it. The expert's files
+are labels-expert.json/.jsonl, the same format with source `expert` and logp 0. The index is written last (atomically), so a session is labelled exactly when it has the index
 and the lines it counts.
 
-Try: .venv/bin/python -m hoi4_arena.sessions.labels runs/videos/my-game
+Try: .venv/bin/python -m hoi4_arena.sessions.labels runs/videos/my-game [idm|expert]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import numpy as np
 from hoi4_arena.errors import UserError
 from hoi4_arena.sessions.format import code_version, write_json_atomic
 
+SOURCES = ("idm", "expert")
 INDEX = "labels-idm.json"
 LINES = "labels-idm.jsonl"
 FORMAT = "hoi4-arena-labels"
@@ -55,8 +60,15 @@ class Labels:
         return keep
 
 
-def has_labels(folder: str | Path) -> bool:
-    return (Path(folder) / INDEX).is_file()
+def label_files(source: str = "idm") -> tuple[str, str]:
+    """The (index, lines) file names of a labeller's labels."""
+    if source not in SOURCES:
+        raise ValueError(f"labels come from {' or '.join(SOURCES)}, not {source!r}")
+    return f"labels-{source}.json", f"labels-{source}.jsonl"
+
+
+def has_labels(folder: str | Path, source: str = "idm") -> bool:
+    return (Path(folder) / label_files(source)[0]).is_file()
 
 
 def write_labels(
@@ -66,12 +78,20 @@ def write_labels(
     logp: np.ndarray,
     min_logp: float | None,
     about: dict[str, Any],
+    *,
+    source: str = "idm",
+    dropped: np.ndarray | None = None,
+    extra: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Write (replacing an earlier labelling) the labels of every decision; returns the index."""
+    """Write (replacing an earlier labelling of `source`) the labels of every decision; returns the index.
+    `dropped` (n,) bool marks decisions without a label beside those under `min_logp`; `extra` adds
+    fields to each decision's line (the expert's: whether its label was played)."""
     folder = Path(folder)
-    dropped = np.zeros(len(tokens), bool) if min_logp is None else logp.min(axis=1) < min_logp
-    (folder / INDEX).unlink(missing_ok=True)  # unlabelled until the new lines are complete
-    tmp = folder / (LINES + ".tmp")
+    index_name, lines_name = label_files(source)
+    unlikely = np.zeros(len(tokens), bool) if min_logp is None else logp.min(axis=1) < min_logp
+    dropped = unlikely if dropped is None else unlikely | np.asarray(dropped, bool)
+    (folder / index_name).unlink(missing_ok=True)  # unlabelled until the new lines are complete
+    tmp = folder / (lines_name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         for k, frame in enumerate(frames):
             line = {
@@ -80,39 +100,49 @@ def write_labels(
                 "tokens": tokens[k].tolist(),
                 "logp": [round(float(v), 4) for v in logp[k]],
                 "dropped": bool(dropped[k]),
+                **(extra[k] if extra is not None else {}),
             }
             handle.write(json.dumps(line, allow_nan=False) + "\n")
-    tmp.replace(folder / LINES)
+    tmp.replace(folder / lines_name)
     index = {
         "format": FORMAT,
         "version": VERSION,
-        "source": "idm",
+        "source": source,
         **about,
         "decisions": len(frames),
         "dropped": int(dropped.sum()),
         "min_logp": min_logp,
         "code_version": code_version(),
     }
-    write_json_atomic(folder / INDEX, index)
+    write_json_atomic(folder / index_name, index)
     return index
 
 
-def read_labels(folder: str | Path) -> Labels:
-    """The labels of a session folder; UserError naming the file and the problem otherwise."""
+def read_labels(folder: str | Path, source: str = "idm") -> Labels:
+    """The labels of `source` of a session folder; UserError naming the file and the problem otherwise."""
     folder = Path(folder)
-    path = folder / INDEX
+    index_name, lines_name = label_files(source)
+    path = folder / index_name
     if not path.is_file():
-        raise UserError(f"{folder}: not labelled (no {INDEX}); run `hoi4-arena label IDM_CKPT {folder}`")
+        how = (
+            f"run `hoi4-arena label IDM_CKPT {folder}`"
+            if source == "idm"
+            else "label it with hoi4-arena dagger"
+        )
+        raise UserError(f"{folder}: not labelled (no {index_name}); {how}")
     try:
         index = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(index, dict) or index.get("format") != FORMAT or index.get("version") != VERSION:
         raise UserError(f"{path}: not a version {VERSION} labels index")
-    lines = (folder / LINES).read_text(encoding="utf-8").splitlines() if (folder / LINES).is_file() else []
+    if index.get("source", "idm") != source:
+        raise UserError(f"{path}: labels of source {index.get('source')!r}, not {source!r}")
+    lines_path = folder / lines_name
+    lines = lines_path.read_text(encoding="utf-8").splitlines() if lines_path.is_file() else []
     if len(lines) != index.get("decisions"):
         raise UserError(
-            f"{folder / LINES}: holds {len(lines)} decisions, its index says {index.get('decisions')}"
+            f"{lines_path}: holds {len(lines)} decisions, its index says {index.get('decisions')}"
         )
     tokens = np.zeros((len(lines), 8, 3), np.int64)
     logp = np.zeros((len(lines), 8), np.float32)
@@ -128,13 +158,13 @@ def read_labels(folder: str | Path) -> Labels:
             dropped[k] = bool(line["dropped"])
             frames[k] = line["frame"]
         except (ValueError, KeyError, TypeError) as error:
-            raise UserError(f"{folder / LINES}: line {k + 1}: {error}") from None
+            raise UserError(f"{lines_path}: line {k + 1}: {error}") from None
     return Labels(tokens, logp, dropped, frames, index)
 
 
 if __name__ == "__main__":
     try:
-        labels = read_labels(sys.argv[1])
+        labels = read_labels(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "idm")
     except UserError as error:
         sys.exit(f"error: {error}")
     print(json.dumps(labels.index, indent=2))

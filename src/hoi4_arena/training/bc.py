@@ -58,7 +58,7 @@ import torch
 from hoi4_arena.data.decode import DecodeSettings
 from hoi4_arena.data.loader import Batch, DataPosition, DataSettings, WindowLoader
 from hoi4_arena.data.shuffle import sample_refs
-from hoi4_arena.data.sources import IDM_SOURCE, DataSet, SessionSource, find_sessions
+from hoi4_arena.data.sources import EXPERT_SOURCE, IDM_SOURCE, DataSet, SessionSource, find_sessions
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.held_out import refuse_suite_maps, session_map
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
@@ -303,6 +303,44 @@ def _progress_file(path: Path) -> Any:
     return saved
 
 
+def data_settings(config: BCConfig, data: DataSet, policy_config: Any) -> DataSettings:
+    """How a run reads its data: decoding (which sessions train on labels), windows, batches, streams."""
+    labelled = data.train + data.val
+    return DataSettings(
+        decode=DecodeSettings(
+            config.layout,
+            config.drop_keys,
+            config.look_before_click,
+            idm_sessions=tuple(s.id for s in labelled if s.source == IDM_SOURCE),
+            idm_min_logp=config.idm_min_logp,
+            expert_sessions=tuple(s.id for s in labelled if s.source == EXPERT_SOURCE),
+        ),
+        window=config.window,
+        lead_in=config.lead_in,
+        batch=config.batch,
+        clip=policy_config.sizes.clip if policy_config.reads_clip else 1,
+        open_sessions=config.open_sessions,
+        shuffle_windows=config.shuffle_windows,
+        idle_windows=config.idle_windows,
+        hold_gb=config.hold_gb,
+        seed=config.seed,
+    )
+
+
+def held_out_report(checkpoint: str | Path, config: BCConfig) -> dict[str, Any] | None:
+    """The held-out metrics (`evaluate`) of a checkpoint on the val sessions of `config`'s data, the fixed
+    seeded sample of windows a run with `config` scores after each epoch; None without val sessions. For
+    a run stopped by --max-steps inside an epoch (DAgger's), whose last report is an epoch old."""
+    data = find_sessions(config.data, config.sources, config.layout, rung=config.rung)
+    if not data.val:
+        return None
+    saved = load_checkpoint(Path(checkpoint))
+    settings = data_settings(config, data, saved.config)
+    refs = sample_refs([len(settings.spans(s)) for s in data.val], config.val_windows, config.seed)
+    with WindowLoader(settings, 0) as loader:
+        return evaluate(saved.policy, loader, data.val, refs, config, torch.device("cpu"))
+
+
 def train_bc(
     config: BCConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -328,24 +366,7 @@ def train_bc(
             f"the training sessions under {config.data} changed since this run started "
             "(other sessions or other lengths); resume needs the same data, or start a new run"
         )
-    settings = DataSettings(
-        decode=DecodeSettings(
-            config.layout,
-            config.drop_keys,
-            config.look_before_click,
-            idm_sessions=tuple(s.id for s in data.train + data.val if s.source == IDM_SOURCE),
-            idm_min_logp=config.idm_min_logp,
-        ),
-        window=config.window,
-        lead_in=config.lead_in,
-        batch=config.batch,
-        clip=policy_config.sizes.clip if policy_config.reads_clip else 1,
-        open_sessions=config.open_sessions,
-        shuffle_windows=config.shuffle_windows,
-        idle_windows=config.idle_windows,
-        hold_gb=config.hold_gb,
-        seed=config.seed,
-    )
+    settings = data_settings(config, data, policy_config)
     val_refs = sample_refs([len(settings.spans(s)) for s in data.val], config.val_windows, config.seed)
     if not data.val:
         log.warning("no held-out session (split val) under %s: no held-out metrics", config.data)

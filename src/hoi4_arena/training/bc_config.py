@@ -99,7 +99,8 @@ class BCConfig:
     device: str = "auto"
     """cpu, cuda, cuda:N, or auto (cuda when available)."""
     sources: tuple[str, ...] = ("human", "scripted")
-    """Manifest sources used as demonstrations: human, scripted, ai, policy; idm: sessions an IDM labelled."""
+    """Manifest sources used as demonstrations: human, scripted, ai, policy; idm: sessions an IDM labelled;
+    expert: sessions the scripted player labelled (hoi4-arena dagger)."""
     drop_keys: tuple[int, ...] = ()
     """Virtual-key codes whose tokens are removed from the demonstrations (e.g. 0x20)."""
     rung: str | None = None

@@ -1,0 +1,152 @@
+"""DAgger's player: a learner plays, the scripted player labels every decision from the screen in the shadow,
+and with probability beta the expert's input is what the game gets instead of the learner's.
+
+`DaggerPlayer(policy, shadow, beta, seed, speed)` each decision:
+
+1. the shadow expert (`players/shadow.py`) gives its label: the input it would give from this screen;
+2. the learner (a `play.policy_player.PolicyPlayer` or any token policy, already reset for the game)
+   gives its tokens from the same capture;
+3. a coin of the game's own stream (seeded by the game's seed and side) falls with probability `beta`:
+   the label is applied (events of source `scripted`, with their skills), else the learner's tokens
+   (source `policy`). The policy is told what was played (`played`, where it has it), so its memory's
+   previous action is the game's, as training's is;
+4. the shadow is told what was applied, so its next label starts from where the game now stands.
+
+`decisions` keeps per decision the capture time, the label's tokens, the learner's tokens and whether
+the label was played; `write_expert_labels` stores them beside the session (labels-expert.json, source
+`expert`, `sessions/labels.py`): decision k of the session gets the label of the capture it anchors on.
+`agreement` says how often the learner's tokens carried out the label (`shadow.follows`).
+
+`hoi4-arena dagger` plays these games (`play/dagger.py`).
+
+Try: .venv/bin/python -m pytest -q tests/players/test_shadow.py
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hoi4_arena.players.scripted_record import ScriptedRecord
+from hoi4_arena.players.shadow import ShadowExpert, follows
+from hoi4_arena.screen.events import InputEvent
+from hoi4_arena.screen.lattice import to_lattice
+from hoi4_arena.screen.tokens import NONE, tokens_to_events
+from hoi4_arena.screen.worker import Capture, CaptureRequest
+from hoi4_arena.sessions.labels import write_labels
+from hoi4_arena.sessions.reader import SessionReader
+
+
+@dataclass(frozen=True)
+class LabelledDecision:
+    """One decision of a DAgger game."""
+
+    t_ns: int
+    """The capture's time: the session's decision anchored on it gets this label."""
+    label: np.ndarray
+    """(8, 3) the expert's tokens from this screen."""
+    learner: np.ndarray
+    """(8, 3) the learner's tokens from this screen."""
+    expert: bool
+    """Whether the label was applied (else the learner's tokens were)."""
+
+
+class DaggerPlayer(ScriptedRecord):
+    """A learner's game with the expert's labels; see the module docstring. `beta` is the chance per
+    decision that the expert's input is applied; `seed` and `side` seed that coin."""
+
+    setup_keys = False
+
+    def __init__(
+        self, policy: Any, shadow: ShadowExpert, beta: float, seed: int, side: str, speed: int
+    ) -> None:
+        if not 0.0 <= beta <= 1.0:
+            raise ValueError(f"beta must lie in 0..1, not {beta!r}")
+        self.policy = policy
+        self.shadow = shadow
+        self.scripted = shadow.scripted
+        self.beta = float(beta)
+        self.speed = speed
+        self.layout = policy.layout
+        self.rng = random.Random(f"dagger-{seed}-{side}")
+        self.decisions: list[LabelledDecision] = []
+
+    def request(self) -> CaptureRequest:
+        wanted = self.shadow.request()  # its template crops, and the whole frame when it reads the map
+        return CaptureRequest(views=self.layout is not None, full=wanted.full, regions=wanted.regions)
+
+    def decide(self, capture: Capture) -> list[InputEvent]:
+        label = self.shadow.label(capture)
+        label_tokens = self.shadow.label_tokens
+        pointer = to_lattice(*capture.pointer, capture.size)
+        learner_tokens = self.policy.decide(capture.views or None, self.speed, pointer)
+        expert = self.rng.random() < self.beta
+        if expert:
+            events = label
+        else:
+            events = tokens_to_events(
+                learner_tokens, capture.t_ns, capture.size, pointer=capture.pointer, source="policy"
+            )
+        played = self.shadow.applied(events, capture)
+        if expert and hasattr(self.policy, "played"):
+            self.policy.played(played)
+        self.decisions.append(LabelledDecision(capture.t_ns, label_tokens, learner_tokens, expert))
+        return events
+
+    def agreement(self) -> dict[str, Any]:
+        """How often the learner's tokens carried out the label: over all decisions, and over those whose
+        label acts (holds any input), with the counts."""
+        agree = [follows(d.label, d.learner, self.shadow.tolerance) for d in self.decisions]
+        acting = [a for a, d in zip(agree, self.decisions, strict=True) if (d.label[:, 0] != NONE).any()]
+        return {
+            "decisions": len(agree),
+            "agree": round(float(np.mean(agree)), 4) if agree else None,
+            "acting": len(acting),
+            "agree_acting": round(float(np.mean(acting)), 4) if acting else None,
+            "expert_decisions": sum(d.expert for d in self.decisions),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            **self.scripted.summary(),
+            "learner": self.policy.name,
+            "beta": self.beta,
+            "resyncs": self.shadow.resyncs,
+            **self.agreement(),
+        }
+
+
+def write_expert_labels(folder: str | Path, decisions: list[LabelledDecision], about: dict[str, Any]) -> dict:
+    """Store a DAgger game's labels beside its session (labels-expert.json/.jsonl): the session's decision
+    k gets the label of the capture its anchor frame is; a decision without one (none was made from its
+    frame) is dropped. Each line says whether the label was played (`expert`). Returns the index."""
+    reader = SessionReader(folder)
+    windows = reader.windows().windows
+    by_time = {d.t_ns: d for d in decisions}
+    n = len(windows)
+    tokens = np.zeros((n, 8, 3), np.int64)
+    dropped = np.ones(n, bool)
+    extra: list[dict[str, Any]] = []
+    for k, window in enumerate(windows):
+        found = by_time.get(window.t0_ns)
+        if found is not None:
+            tokens[k] = found.label
+            dropped[k] = False
+        extra.append({"expert": bool(found.expert) if found is not None else None})
+    frames = [window.frame for window in windows]
+    about = {**about, "labelled": int((~dropped).sum())}
+    return write_labels(
+        folder,
+        frames,
+        tokens,
+        np.zeros((n, 8), np.float32),
+        None,
+        about,
+        source="expert",
+        dropped=dropped,
+        extra=extra,
+    )

@@ -1,0 +1,121 @@
+"""The shadow expert's labels: what the scripted player would do from the screen as another player left it."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from hoi4_arena.maps.model import other_tag
+from hoi4_arena.play.random_policy import RandomPolicy
+from hoi4_arena.players.dagger_player import DaggerPlayer
+from hoi4_arena.players.scripted import ScriptedPlayer
+from hoi4_arena.players.shadow import ShadowExpert, follows, moves_view
+from hoi4_arena.players.templates import sim_rules
+from hoi4_arena.screen.events import KEY_CODES, InputEvent
+from hoi4_arena.screen.game import GameSettings, play_game, sampling_seed
+from hoi4_arena.screen.sim_worker import SimWorker
+from hoi4_arena.screen.tokens import MOVE, NONE
+
+SIZE = (540, 960)
+
+
+def play(spec: str, seed: int, side: str, days: int, make, on_decision=None):
+    """One headless game of `make(scripted, seed, side)`'s player; (record, player, events per decision)."""
+    with SimWorker(
+        spec,
+        seed,
+        size=SIZE,
+        layout="cpu",
+        player=side,
+        ai={other_tag(side): 0.5},
+        max_days=days,
+        player_kind="scripted",
+    ) as worker:
+        rgba, hotspot = worker.pointer_image()
+        scripted = ScriptedPlayer(
+            sim_rules(SIZE), seed, cursor=(rgba.shape[1], rgba.shape[0], tuple(hotspot))
+        )
+        player = make(scripted, seed, side)
+        played: list[list[InputEvent]] = []
+        decide = player.decide
+        player.decide = lambda capture: played.append(decide(capture)) or played[-1]
+        record = play_game(
+            worker, player, GameSettings(side=side, speed=5, spec=spec), on_decision=on_decision
+        )
+    return record, player, played
+
+
+def dagger(beta: float):
+    def make(scripted, seed, side):
+        learner = RandomPolicy()
+        learner.reset(sampling_seed(seed, side))
+        return DaggerPlayer(learner, ShadowExpert(scripted), beta, seed, side, 5)
+
+    return make
+
+
+def test_followed_the_shadow_plays_the_scripted_players_own_game() -> None:
+    # beta = 1: every label is played. The shadow never has to take its state from the screen, and its
+    # game is the scripted player's own, input for input; its labels are what was played.
+    alone, _, own = play("plains:7", 7, "BLU", 16, lambda scripted, seed, side: scripted)
+    shadowed, player, labelled = play("plains:7", 7, "BLU", 16, dagger(1.0))
+    assert alone.setup["complete"] and shadowed.setup == alone.setup
+    assert labelled == own and sum(map(len, own)) > 40
+    assert player.shadow.resyncs == 0
+    assert all(d.expert for d in player.decisions) and len(player.decisions) == len(own)
+    same = [np.array_equal(d.label, d.learner) or d.expert for d in player.decisions]
+    assert np.mean(same) >= 0.99
+    agreement = player.agreement()
+    assert agreement["decisions"] == len(own) and agreement["expert_decisions"] == len(own)
+
+
+@pytest.mark.parametrize("game", range(8))
+def test_from_a_random_learners_game_the_labels_complete_the_setup(game: int) -> None:
+    # The random policy plays the opening (2 to 8 game days: keys held down, the view panned and zoomed,
+    # stray clicks), the shadow labelling from the start; from a random moment on its labels are played.
+    # Its state comes from the screen, so they complete the setup (the issue's 40 games: 38, and the
+    # other 2 were lost before the army could execute; docs/dagger.md). A shadow that never takes its
+    # state from the screen (its hand going on with its own plan, its tries spent in vain) completes 4
+    # of these 8.
+    seed, side = 60 + game // 2, ("BLU", "RED")[game % 2]
+    spec = f"{('plains', 'passes', 'marsh', 'bay', 'salient', 'ford')[game % 6]}:{seed}"
+    moment = random.Random(f"moment-{game}").randint(10, 40)
+    holder: list = []
+
+    def make(scripted, seed, side):
+        holder.append(dagger(0.0)(scripted, seed, side))
+        return holder[0]
+
+    def on_decision(count: int) -> None:
+        if count == moment:
+            holder[0].beta = 1.0
+
+    record, player, _ = play(spec, seed, side, 30, make, on_decision)
+    assert (
+        player.shadow.resyncs >= moment - 1
+    )  # it took its state from the screen after every random decision
+    assert record.setup["complete"], (spec, side, moment, record.setup, record.notes[-5:])
+
+
+def test_following_compares_kinds_and_moves_within_the_tolerance() -> None:
+    label = np.zeros((8, 3), np.int64)
+    label[1] = (MOVE, 500, 300)
+    label[2] = (2, 0, 0)  # left button down
+    played = label.copy()
+    played[1, 1:] = (508, 292)
+    assert follows(label, played) and not follows(label, played, tolerance=7)
+    played[2] = (NONE, 0, 0)
+    assert not follows(label, played)
+
+
+def test_what_may_move_the_view() -> None:
+    at = dict(t_ns=0, x=400, y=300)
+    assert not moves_view(
+        [InputEvent(kind="move", **at), InputEvent(kind="key_down", key=KEY_CODES["z"], **at)], SIZE
+    )
+    assert moves_view([InputEvent(kind="wheel", delta=-1, **at)], SIZE)
+    assert moves_view([InputEvent(kind="key_down", key=KEY_CODES["left"], **at)], SIZE)
+    assert moves_view([InputEvent(kind="button_down", button="middle", **at)], SIZE)
+    assert moves_view([InputEvent(t_ns=0, kind="move", x=959, y=300)], SIZE)
