@@ -81,11 +81,16 @@ def test_record_ai_plays_search_games_with_replans_searched(tmp_path: Path) -> N
         ({"search_kinds": ("sideways",)}, "kinds must be among"),
         ({"search_k": 0}, "k must be"),
         ({"search_aims": ("none",)}, "aims must be among"),
+        ({"search_value": "value.pt"}, "give --search-days N too"),
+        ({"search_value": "missing.pt", "search_days": 30}, "no such checkpoint file"),
+        ({"search_value": "value.pt", "player": "scripted"}, "use it with --player search"),
     ],
 )
 def test_bad_search_settings_are_refused(tmp_path: Path, changes: dict, message: str) -> None:
     with pytest.raises(UserError, match=message):
-        RecordAIConfig(out=tmp_path / "x", player="search", games=1, progress=False, **changes)
+        RecordAIConfig(
+            **{"out": tmp_path / "x", "player": "search", "games": 1, "progress": False, **changes}
+        )
     assert not (tmp_path / "x").exists()
 
 

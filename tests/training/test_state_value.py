@@ -17,7 +17,16 @@ from hoi4_arena.data.sources import SessionSource
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import SETUP_STEPS, setup_milestones
 from hoi4_arena.sessions.reader import SessionReader
-from hoi4_arena.training.state_value import fit_state_value, load_state_value, train_state_value
+from hoi4_arena.sim.headless import SimGame
+from hoi4_arena.sim.rollout import Choice, play_choice, rollout
+from hoi4_arena.training.state_value import (
+    StateValueModel,
+    StateValueNet,
+    fit_state_value,
+    load_state_value,
+    train_state_value,
+    world_value,
+)
 from hoi4_arena.training.value_config import StateValueConfig
 from hoi4_arena.training.value_data import FEATURES, Game, read_game, session_outcome, value_games
 from hoi4_arena.training.value_report import report
@@ -157,3 +166,24 @@ def test_bad_input_is_refused_and_nothing_is_written(recorded_games: Path, tmp_p
         train_state_value(StateValueConfig(str(tmp_path / "ok"), str(good)))
     with pytest.raises(UserError, match="val_share"):
         StateValueConfig("d", "o", val_share=1.5)
+
+
+def test_world_value_scores_a_search_rollout_from_its_arena_facts() -> None:
+    # A linear state value on one fact: P(win) = sigmoid(8 * own_controlled_share - 4), 0.5 at the start.
+    net = StateValueNet(len(FEATURES), 0)
+    with torch.no_grad():
+        net.net[0].weight.zero_()
+        net.net[0].weight[0, FEATURES.index("own_controlled_share")] = 8.0
+        net.net[0].bias.fill_(-4.0)
+    score = world_value(StateValueModel(net, {"hidden": 0}, {}, "", "test"))
+    with SimGame("river:3", seed=3, ai={"RED": 0.5}, declarer="BLU", news=False, events=False) as game:
+        for division in [d for d in game.world.divisions.values() if d.tag == "RED"]:
+            game.world.destroy(division)  # attacking takes provinces, holding keeps them as they are
+        options = {"days": 15, "score": score}
+        held = rollout(game.world, game.ais, "BLU", Choice("none", 0, None), 0, **options)
+        attacked = rollout(game.world, game.ais, "BLU", Choice("city", 0, 48), 0, **options)
+        world = play_choice(game.world, game.ais, "BLU", Choice("city", 0, 48), 0, days=15)
+    assert held == pytest.approx(0.5, abs=1e-6) and attacked > 0.6
+    own = sum(1 for tag in world.control[1:] if tag == "BLU")
+    assert score(world, "BLU") == pytest.approx(attacked)
+    assert attacked == pytest.approx(1 / (1 + np.exp(-(8 * own / world.n_provinces - 4))), abs=1e-5)

@@ -73,7 +73,15 @@ log = logging.getLogger(__name__)
 
 SETTINGS = "record-ai.json"
 PLAYERS = ("scripted", "ai", "search")
-SEARCH_FIELDS = ("search_k", "search_days", "search_kinds", "search_delays", "search_replans", "search_aims")
+SEARCH_FIELDS = (
+    "search_k",
+    "search_days",
+    "search_kinds",
+    "search_delays",
+    "search_replans",
+    "search_aims",
+    "search_value",
+)
 ALL = "all"
 
 
@@ -133,6 +141,9 @@ class RecordAIConfig:
     """--player search: replanning periods to try, seconds."""
     search_aims: tuple[str, ...] = ("city", "second", "near")
     """--player search: each replan's aims to try (city, second, near)."""
+    search_value: str | None = None
+    """--player search: a train-state-value checkpoint that scores a rollout still running after
+    --search-days (P(win) from its ARENA facts) instead of the share of victory points held."""
     first: str | None = None
     """A policy checkpoint that plays each game's opening before the scripted player takes over
     (corrections: `players/handover.py`)."""
@@ -174,6 +185,15 @@ class RecordAIConfig:
                     "(--game sim, no --peer)"
                 )
             self.search_config()  # refused now, with its message
+            if self.search_value is not None:
+                if not self.search_days:
+                    raise UserError(
+                        "--search-value scores rollouts cut after --search-days: give --search-days N too"
+                    )
+                if not Path(self.search_value).is_file():
+                    raise UserError(f"--search-value {self.search_value}: no such checkpoint file")
+        elif self.search_value is not None:
+            raise UserError("--search-value is the search player's: use it with --player search")
         if self.minutes is None and self.games is None:
             raise UserError("give --minutes (play time to record) or --games (how many), or both")
         if self.minutes is not None and not (
@@ -293,7 +313,7 @@ class RecordAIConfig:
         if self.intent_policy is None:
             data.pop("intent_policy")
         for key in SEARCH_FIELDS:
-            if self.player != "search":
+            if self.player != "search" or data[key] is None:  # no --search-value: as runs before it
                 data.pop(key)
             elif isinstance(data[key], tuple):
                 data[key] = list(data[key])
@@ -315,6 +335,7 @@ def make_player(
     speed: int = 5,
     intent_policy: Any = None,
     world_of: Any = None,
+    score: Any = None,
 ):
     """The player of one game: the scripted player, the search player (`world_of` returns the game's
     world and AIs), the AI game's spectator, or -- with `first` (a
@@ -336,7 +357,8 @@ def make_player(
         hand=HandConfig(press_delay_s=config.press_delay_s),
     )
     if config.player == "search":
-        return SearchPlayer(rules, seed, world_of, config.search_config(), settings, cursor)
+        options = {} if score is None else {"score": score}
+        return SearchPlayer(rules, seed, world_of, config.search_config(), settings, cursor, **options)
     scripted = ScriptedPlayer(rules, seed, settings, cursor)
     if intent_policy is not None:
         from hoi4_arena.players.intent_player import IntentPlayer
@@ -403,6 +425,12 @@ class _RecordRun:
         self.first = first
         self.intent_policy = intent_policy
         self.name = config.player
+        self.score = None
+        if config.player == "search" and config.search_value is not None:
+            # torch: the state value is loaded only when --search-value is given
+            from hoi4_arena.training.state_value import load_state_value, world_value
+
+            self.score = world_value(load_state_value(config.search_value))
 
     def plan(self, index: int) -> GamePlan:
         return self.config.plan(index)
@@ -433,6 +461,7 @@ class _RecordRun:
             plan.speed,
             self.intent_policy,
             world_of=None if game is None else (lambda: (game.world, game.ais)),
+            score=self.score,
         )
 
     def game_settings(self, plan: GamePlan, budget_ns: int | None) -> GameSettings:

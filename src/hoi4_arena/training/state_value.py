@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,12 @@ from torch import nn
 
 from hoi4_arena import __version__
 from hoi4_arena.errors import UserError, existing_file
+from hoi4_arena.gamelog import ArenaState, parse_line, setup_steps_shown
 from hoi4_arena.models.checkpoint import read_torch_file
+from hoi4_arena.sim.world import World
 from hoi4_arena.training.run_control import adam
 from hoi4_arena.training.value_config import StateValueConfig
-from hoi4_arena.training.value_data import FEATURES, Game, value_games
+from hoi4_arena.training.value_data import FEATURES, Game, state_features, value_games
 from hoi4_arena.training.value_report import by_day_table, report
 
 FORMAT = "hoi4-arena-state-value"
@@ -205,3 +208,26 @@ def train_state_value(config: StateValueConfig) -> dict[str, Any]:
     (out / REPORT).write_text(json.dumps(result, indent=1) + "\n")
     result["table"] = by_day_table(held_out)
     return result
+
+
+def world_value(model: StateValueModel) -> Callable[[World, str], float]:
+    """A search rollout's score from the state value (record-ai --search-value): P(`side` wins) of the
+    world's ARENA state -- the fold of the lines the world wrote since it was forked (a fork keeps none
+    from before: its first day's lines give every side's facts and armies), the declarer read from the
+    world. ARENA facts only, as the model was trained on."""
+
+    def score(world: World, side: str) -> float:
+        state = ArenaState()
+        reached: dict[str, set[str]] = {"BLU": set(), "RED": set()}
+        for text in world.log_lines:
+            line = parse_line(text)
+            if line is None:
+                continue
+            state.update(line)
+            if line.kind == "army" and line["tag"] in reached:
+                shown = setup_steps_shown(line, line["tag"])
+                reached[line["tag"]].update(step for step, done in shown.items() if done)
+        state.attacker = state.attacker or world.declarer
+        return float(model.net.predict(np.asarray([state_features(state, side, reached)], np.float32))[0])
+
+    return score
