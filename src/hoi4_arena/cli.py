@@ -664,6 +664,21 @@ def train_bc_command(
     print_json(train_bc(config, resume=resume, changes=given_on_command_line(ctx, config)))
 
 
+@app.command("dagger", rich_help_panel="Learn")
+@from_config(
+    "hoi4_arena.play.dagger:DaggerConfig",  # read from its source: the module imports the game
+    arguments=("out",),
+    options={"out": Opt(metavar="OUT"), "init": Opt(metavar="CKPT")},
+    skip=("progress",),
+)
+def dagger_command(config: Any) -> None:
+    """DAgger: the policy plays, the scripted player labels its screens in the shadow, train-bc goes on."""
+    from hoi4_arena.play.dagger import run_dagger
+    from hoi4_arena.terminal import print_json
+
+    print_json(run_dagger(config))
+
+
 from hoi4_arena.players.intents_config import IntentsConfig  # noqa: E402 -- torch-free
 
 

@@ -219,7 +219,7 @@ class PolicyPlayer:
         `players/dagger_player.py`): the memory's previous action becomes them, as in training, where it
         is the labelled one."""
         if self._state is not None:
-            previous = torch.as_tensor(np.asarray(tokens, np.int64)[None], device=self._state.previous.device)
+            previous = torch.tensor(np.array(tokens, np.int64)[None], device=self._state.previous.device)
             self._state = PolicyState(self._state.hidden, previous)
 
     def _decide(self, views: dict[str, np.ndarray], speed: int, pointer: tuple[int, int]) -> np.ndarray:

@@ -1,0 +1,126 @@
+"""hoi4-arena dagger: the learner's games labelled by the scripted player, the data growing, train-bc going on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
+from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, weights_sha256
+from hoi4_arena.play.dagger import DaggerConfig, run_dagger
+from hoi4_arena.sessions.labels import read_labels
+from hoi4_arena.sessions.reader import SessionReader
+from tiny import TINY
+
+
+@pytest.fixture
+def init(tmp_path: Path) -> Path:
+    policy = Policy(PolicyConfig(layout="cpu", **TINY))
+    return save_checkpoint(tmp_path / "init.pt", policy, provenance=Provenance(data="none", seed=0))
+
+
+def config(out: Path, init: Path, **changes) -> DaggerConfig:
+    settings = dict(
+        out=out, init=str(init), iterations=2, games=2, steps=2, max_days=4, progress=False, threads=1
+    )
+    return DaggerConfig(**{**settings, **changes})
+
+
+def sha(path: str | Path) -> str:
+    return weights_sha256(load_checkpoint(Path(path)).policy.state_dict())
+
+
+def test_two_iterations_label_grow_train_and_resume(tmp_path: Path, init: Path) -> None:
+    out = tmp_path / "dagger"
+    summary = run_dagger(config(out, init))
+    first, second = summary["iterations"]
+    assert [first["beta"], second["beta"]] == [0.5, 0.25]
+    assert first["learner"] == str(init) and second["learner"] == first["checkpoint"]
+    # The data grows: iteration 1 trains on both iterations' games.
+    assert (first["train_sessions"], second["train_sessions"]) == (2, 4)
+    # The weights change each iteration.
+    hashes = [sha(init), sha(first["checkpoint"]), sha(second["checkpoint"])]
+    assert len(set(hashes)) == 3
+    # Fresh training maps each iteration, each from both sides.
+    maps = {
+        (r["map"], r["side"])
+        for i in range(2)
+        for r in map(json.loads, (out / f"iter-{i:03d}" / "games" / "results.jsonl").read_text().splitlines())
+    }
+    assert maps == {("plains:0", "BLU"), ("plains:0", "RED"), ("passes:1", "BLU"), ("passes:1", "RED")}
+    # Every session has the expert's labels beside it, one a decision, aligned with what was played: a
+    # decision whose label was played holds the label's tokens.
+    sessions = sorted((out / "iter-000" / "games").glob("dagger-i*"))
+    assert len(sessions) == 2
+    played_labels = 0
+    for folder in sessions:
+        labels = read_labels(folder, "expert")
+        assert labels.index["source"] == "expert" and labels.index["beta"] == 0.5
+        decisions = list(SessionReader(folder).decisions(images=False, arena=False))
+        assert len(labels) == len(decisions) > 15
+        lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
+        for decision, line in zip(decisions, lines, strict=True):
+            if line["expert"]:
+                assert np.array_equal(decision.tokens, labels.tokens[decision.index])
+                played_labels += 1
+        assert labels.keep().sum() >= len(labels) - 1
+    assert played_labels > 5
+    # Resuming: finished iterations are not touched; an iteration cut short goes on where it was.
+    results = (out / "iter-001" / "games" / "results.jsonl").read_text()
+    again = run_dagger(config(out, init))
+    assert again["iterations"] == summary["iterations"]
+    progress = json.loads((out / "progress.json").read_text())
+    (out / "progress.json").write_text(json.dumps(progress[:1]))  # killed after iteration 1's training
+    resumed = run_dagger(config(out, init))
+    assert (out / "iter-001" / "games" / "results.jsonl").read_text() == results  # no game played again
+    assert sha(resumed["iterations"][1]["checkpoint"]) == hashes[2]  # the training run not redone
+    # The settings that decide the run must match.
+    with pytest.raises(UserError, match="settings"):
+        run_dagger(config(out, init, beta0=0.9))
+
+
+def test_held_out_pointer_error_from_the_val_sessions(tmp_path: Path, init: Path) -> None:
+    first = tmp_path / "first"
+    run_dagger(config(first, init, iterations=1))
+    demos = tmp_path / "demos"
+    session = next((first / "iter-000" / "games").glob("dagger-i*"))
+    shutil.copytree(session, demos / session.name)
+    manifest = json.loads((demos / session.name / "manifest.json").read_text())
+    (demos / session.name / "manifest.json").write_text(json.dumps({**manifest, "split": "val"}))
+    summary = run_dagger(config(tmp_path / "second", init, iterations=1, seed=10, data=str(demos)))
+    pointer = summary["iterations"][0]["held_out_pointer"]
+    assert 0 <= pointer["pointer_exact"] <= pointer["pointer_within_8"] <= 1
+
+
+def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
+    with pytest.raises(UserError, match="even"):
+        config(tmp_path / "o", init, games=3)
+    with pytest.raises(UserError, match="training maps only"):
+        config(tmp_path / "o", init, seed=998, iterations=2, games=4)
+    with pytest.raises(UserError, match="beta0"):
+        config(tmp_path / "o", init, beta0=1.5)
+    with pytest.raises(UserError, match="no such checkpoint"):
+        config(tmp_path / "o", tmp_path / "missing.pt")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hoi4_arena.cli",
+            "dagger",
+            str(tmp_path / "o"),
+            "--init",
+            str(init),
+            "--games",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2 and run.stderr.strip().count("\n") == 0 and "even" in run.stderr
