@@ -175,7 +175,7 @@ def make_game_rungs(config: LadderConfig, preset: str, seed: int, side: str) -> 
     """One game's rungs (saved under OUT, checked); the listing of each, missing ones included."""
     from hoi4_arena.players.scripted import ScriptedPlayer
     from hoi4_arena.players.templates import sim_rules
-    from hoi4_arena.screen.game import Game, GameSettings
+    from hoi4_arena.screen.game import GameSettings, play_game
     from hoi4_arena.screen.sim_worker import SimWorker
 
     spec = f"{preset}:{seed}"
@@ -220,26 +220,26 @@ def make_game_rungs(config: LadderConfig, preset: str, seed: int, side: str) -> 
         rgba, hotspot = worker.pointer_image()
         player = ScriptedPlayer(rules, seed, cursor=(rgba.shape[1], rgba.shape[0], hotspot))
         save(worker, "S0", 0)
-        game = Game(worker, GameSettings(side=side, speed=config.speed, spec=spec))
-        try:
-            game.start(player)
+        have = 0
+
+        def started() -> None:
+            nonlocal have
             save(worker, "S1", 0)
             have = 1
-            while not game.ended and have < len(RUNGS) - 1 and game.record.decisions < config.max_decisions:
-                capture = game.observe(player)
-                if game.ended:
-                    break
-                game.act(player.decide(capture))
-                reached = RUNGS.index(_reached(worker.game.world, side))
-                if reached > have and _quiet(worker):
-                    # One rung per boundary: a later step seen at once skips the rungs in between.
-                    have = reached
-                    save(worker, RUNGS[reached], game.record.decisions)
-        except BaseException as error:
-            game.fail(error)
-            raise
-        finally:
-            game.finish(player)
+
+        def saved_last(decisions: int) -> bool:
+            nonlocal have
+            reached = RUNGS.index(_reached(worker.game.world, side))
+            if reached > have and _quiet(worker):
+                # One rung per boundary: a later step seen at once skips the rungs in between.
+                have = reached
+                save(worker, RUNGS[reached], decisions)
+            return have >= len(RUNGS) - 1 or decisions >= config.max_decisions
+
+        settings = GameSettings(side=side, speed=config.speed, spec=spec)
+        record = play_game(worker, player, settings, on_start=started, until=saved_last)
+        if not record.valid:
+            raise UserError(f"make-ladder: the game {spec} {side} failed: {record.reason}")
     for rung in RUNGS:
         if not any(row["rung"] == rung for row in rows):
             rows.append(

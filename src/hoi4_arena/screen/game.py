@@ -357,14 +357,20 @@ def play_game(
     recorder: Any = None,
     session_id: str | None = None,
     on_decision: Callable[[int], None] | None = None,
+    on_start: Callable[[], None] | None = None,
+    until: Callable[[int], bool] | None = None,
 ) -> GameRecord:
     """Play one game on `worker` (a new, paused game) through `player` and finish it; see the module
     docstring. `recorder` is an unstarted `sessions.recorder.Recorder` or None; `session_id` names its
-    session. A `WorkerError` makes the game invalid; anything else propagates after the match is
-    finished and the session closed."""
+    session. `on_start()` runs once the match harness has started the game, `on_decision(decisions)`
+    after each decision, and `until(decisions)`, after each decision too, ends the game early when it
+    says so (make-ladder stops once its last rung is saved). A `WorkerError` makes the game invalid;
+    anything else propagates after the match is finished and the session closed."""
     game = Game(worker, settings, recorder=recorder, session_id=session_id)
     try:
         game.start(player)
+        if on_start is not None:
+            on_start()
         while True:
             capture = game.observe(player)
             if game.ended:
@@ -375,6 +381,8 @@ def play_game(
             game.act(events, orders[before:] if orders is not None else None)
             if on_decision is not None:
                 on_decision(game.record.decisions)
+            if until is not None and until(game.record.decisions):
+                break
     except WorkerError as error:
         game.fail(error)
     except BaseException as error:
