@@ -24,6 +24,7 @@ from hoi4_arena.results import read_results
 from hoi4_arena.sim.ai import AIConfig, GameAI
 from hoi4_arena.sim.headless import arena_of
 from hoi4_arena.sim.rollout import OPENING_AIMS, OUTCOME, Choice, rollout
+from hoi4_arena.sim.rollout import search as search_choices
 from hoi4_arena.sim.world import World
 
 
@@ -35,12 +36,19 @@ def main() -> None:
     parser.add_argument("--lag-hours", type=int, default=SearchConfig.lag_hours, help="the setup's hours")
     parser.add_argument("--order-hours", type=int, default=SearchConfig.order_hours, help="draw to execute")
     parser.add_argument("--quiet", action="store_true", help="the summary line only")
+    parser.add_argument(
+        "--search",
+        action="store_true",
+        help="also search the opening (the search player's defaults) and score the choice and the drawn "
+        "strategy on --k fresh seeds each: the search's gain inside the rollouts' own world",
+    )
     args = parser.parse_args()
     search = SearchConfig(lag_hours=args.lag_hours, order_hours=args.order_hours)
     rows = [r for r in read_results(args.results) if r.valid and r.player == "scripted"]
     if not rows:
         sys.exit(f"{args.results}: no valid scripted games")
-    agree, gaps, screen, rolled = 0, [], [], []
+    agree, gaps, screen, rolled, gains = 0, [], [], [], []
+    timing = {"lag_hours": search.lag_hours, "order_hours": search.order_hours}
     for row in rows:
         strategy = Strategy.draw(random.Random(f"scripted-{row.seed}"), StrategyMix())
         if strategy.label != row.strategy:
@@ -55,12 +63,7 @@ def main() -> None:
         world.declare_war(row.extra["declarer"])
         enemy = other_tag(row.side)
         ais = {enemy: GameAI(enemy, AIConfig(strength=0.5))}
-        values = [
-            rollout(
-                world, ais, row.side, choice, i, lag_hours=search.lag_hours, order_hours=search.order_hours
-            )
-            for i in range(args.k)
-        ]
+        values = [rollout(world, ais, row.side, choice, i, **timing) for i in range(args.k)]
         mean = sum(values) / len(values)
         truth = OUTCOME[row.outcome]
         majority = max(set(values), key=lambda v: (values.count(v), v))
@@ -68,6 +71,13 @@ def main() -> None:
         gaps.append(abs(mean - truth))
         screen.append(truth == 1.0)
         rolled.append(mean)
+        if args.search:
+            found = search_choices(
+                world, ais, row.side, [c for _, c in search.openings()], search.k, 0, **timing
+            )
+            # Fresh seeds (1000 on) for both: the search's own rollouts would flatter its choice.
+            fresh = [rollout(world, ais, row.side, found.best, 1000 + i, **timing) for i in range(args.k)]
+            gains.append(sum(fresh) / len(fresh) - sum(values) / len(values))
         if not args.quiet:
             print(
                 f"{row.extra['map']:16} s{row.seed} {row.side} {row.strategy:14} screen {row.outcome:4}  rollouts {mean:.2f}"
@@ -78,6 +88,12 @@ def main() -> None:
         f"mean |rollout mean - screen| {sum(gaps) / n:.2f}; screen win rate {sum(screen) / n:.0%}, "
         f"rollouts' mean win value {sum(rolled) / n:.2f}"
     )
+    if gains:
+        print(
+            f"the searched opening against the drawn strategy, on fresh seeds in the rollouts' world: "
+            f"{sum(gains) / n:+.3f} mean win value ({sum(g > 0 for g in gains)} better, "
+            f"{sum(g < 0 for g in gains)} worse of {n})"
+        )
 
 
 if __name__ == "__main__":
