@@ -202,6 +202,21 @@ def test_an_interrupted_game_stage_is_not_finished(tmp_path: Path, monkeypatch) 
     }
 
 
+def test_an_interrupted_training_stage_is_not_finished(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl+C in training: train-bc saves and returns `stopped: interrupt`; the stage must not count as
+    done (the run stops; the next one resumes the steps that are left), while a run that ends its steps
+    is kept."""
+    import hoi4_arena.training.bc as bc
+    from hoi4_arena import quickstart
+
+    config = QuickstartConfig(out=tmp_path / "q", train_steps=7)
+    monkeypatch.setattr(bc, "train_bc", lambda *args, **kwargs: {"stopped": "interrupt", "steps": 3})
+    with pytest.raises(KeyboardInterrupt):
+        quickstart.train(config)
+    monkeypatch.setattr(bc, "train_bc", lambda *args, **kwargs: {"stopped": "max_steps", "steps": 7})
+    assert quickstart.train(config) == {"stopped": "max_steps", "steps": 7}
+
+
 def test_a_training_stopped_before_its_first_save_starts_again(tmp_path: Path, monkeypatch) -> None:
     """Killed between writing its settings and its first save, the training stage holds config.json and
     logs only: the next run starts it again instead of refusing the folder."""

@@ -404,13 +404,18 @@ def train(
         **config.bc_settings,
     )
     if (out / "progress.pt").exists():
-        return train_bc(bc, resume=True, changes={**resumed, "epochs": bc.epochs})
-    if out.exists():
-        # Stopped before its first save: nothing was kept but its settings and logs, so it starts over
-        # (the same seeds give the same steps).
-        stderr.print(f"  {out}: the stopped training saved no step; it starts again")
-        shutil.rmtree(out)
-    return train_bc(bc)
+        summary = train_bc(bc, resume=True, changes={**resumed, "epochs": bc.epochs})
+    else:
+        if out.exists():
+            # Stopped before its first save: nothing was kept but its settings and logs, so it starts
+            # over (the same seeds give the same steps).
+            stderr.print(f"  {out}: the stopped training saved no step; it starts again")
+            shutil.rmtree(out)
+        summary = train_bc(bc)
+    if summary.get("stopped") == "interrupt":
+        # Ctrl+C: train-bc saved and stopped early; the stage is not finished (the next run resumes it).
+        raise KeyboardInterrupt
+    return summary
 
 
 def fine_tune_learned(config: QuickstartConfig) -> dict[str, Any]:
