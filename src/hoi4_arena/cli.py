@@ -668,7 +668,12 @@ def train_bc_command(
 @from_config(
     "hoi4_arena.play.dagger:DaggerConfig",  # read from its source: the module imports the game
     arguments=("out",),
-    options={"out": Opt(metavar="OUT"), "init": Opt(metavar="CKPT")},
+    options={
+        "out": Opt(metavar="OUT"),
+        "init": Opt(metavar="CKPT"),
+        "think_s": Opt(flag="--think", convert=low_high(float, "0.05-0.15")),
+        "press_delay_s": Opt(flag="--press-delay", convert=low_high(float, "0.05-0.1")),
+    },
     skip=("progress",),
 )
 def dagger_command(config: Any) -> None:

@@ -53,7 +53,8 @@ from hoi4_arena.play.benchmark import BenchmarkConfig, play_benchmark
 from hoi4_arena.play.policy_player import PolicyPlayer
 from hoi4_arena.play.runner import GamePlan, RunLimits, decisions_per_day, game_workers, run_games
 from hoi4_arena.players.dagger_player import DaggerPlayer, write_expert_labels
-from hoi4_arena.players.scripted import ScriptedPlayer
+from hoi4_arena.players.hand import HandConfig
+from hoi4_arena.players.scripted import PlayerConfig, ScriptedPlayer
 from hoi4_arena.players.shadow import ShadowExpert
 from hoi4_arena.players.templates import sim_rules
 from hoi4_arena.results import GameResult, open_run, read_results, win_record
@@ -104,6 +105,11 @@ class DaggerConfig:
     """The learner's sampling temperature of the kinds (moves go to their likeliest point)."""
     tolerance: int = 8
     """Lattice cells a learner's move may be off the label and still carry it out."""
+    think_s: tuple[float, float] = (0.05, 0.15)
+    """The expert's pause between seeing what to do and starting to move, seconds (low, high); the
+    default is the quickstart's demonstrations' (its policies learned that hand)."""
+    press_delay_s: tuple[float, float] = (0.05, 0.1)
+    """The expert's rest between arriving on a target and pressing, seconds (low, high)."""
     benchmark_pairs: int = 0
     """After each iteration, play the first N pairs of the benchmark's presets suite (0: none)."""
     workers: int = 0
@@ -135,6 +141,10 @@ class DaggerConfig:
         for what, value in (("--beta0", self.beta0), ("--beta-decay", self.beta_decay)):
             if not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
                 raise UserError(f"{what} must lie in 0..1, not {value!r}")
+        self.think_s, self.press_delay_s = tuple(self.think_s), tuple(self.press_delay_s)
+        for what, bounds in (("--think", self.think_s), ("--press-delay", self.press_delay_s)):
+            if len(bounds) != 2 or not 0 <= bounds[0] <= bounds[1] <= 5:
+                raise UserError(f"{what} must be LOW-HIGH seconds with 0 <= LOW <= HIGH <= 5, not {bounds!r}")
         if not (isinstance(self.temperature, int | float) and 0 < self.temperature <= 100):
             raise UserError(f"--temperature must lie in 0..100 and be above 0, not {self.temperature!r}")
         last_seed = self.seed + self.iterations * self.games // 2 - 1
@@ -169,6 +179,7 @@ class DaggerConfig:
         data["init"] = str(Path(self.init).resolve())
         data["data"] = None if self.data is None else str(Path(self.data).resolve())
         data["size"] = [SIZE[1], SIZE[0]]
+        data["think_s"], data["press_delay_s"] = list(self.think_s), list(self.press_delay_s)
         return data
 
 
@@ -204,7 +215,10 @@ class _DaggerGames:
 
         rgba, hotspot = worker.pointer_image()
         cursor = (rgba.shape[1], rgba.shape[0], tuple(hotspot))
-        scripted = ScriptedPlayer(sim_rules(SIZE), plan.seed, cursor=cursor)
+        hand = PlayerConfig(
+            think_s=self.config.think_s, hand=HandConfig(press_delay_s=self.config.press_delay_s)
+        )
+        scripted = ScriptedPlayer(sim_rules(SIZE), plan.seed, hand, cursor=cursor)
         self.learner.reset(sampling_seed(plan.seed, plan.side))
         shadow = ShadowExpert(scripted, self.config.tolerance)
         player = DaggerPlayer(self.learner, shadow, self.beta, plan.seed, plan.side, plan.speed)
@@ -431,7 +445,8 @@ def run_dagger(config: DaggerConfig) -> dict[str, Any]:
     done: list[dict[str, Any]] = (
         json.loads(progress_path.read_text(encoding="utf-8")) if progress_path.is_file() else []
     )
-    learner = Path(done[-1]["checkpoint"]) if done else Path(config.init)
+    # The last finished iteration's weights, found in OUT (the run's folder may have moved since).
+    learner = config.out / f"iter-{len(done) - 1:03d}" / "bc" / "last.pt" if done else Path(config.init)
     for iteration in range(len(done), config.iterations):
         summary = _iteration(config, iteration, learner)
         done.append(summary)
