@@ -92,8 +92,7 @@ def test_held_out_pointer_error_from_the_val_sessions(tmp_path: Path, init: Path
     demos = tmp_path / "demos"
     session = next((first / "iter-000" / "games").glob("dagger-i*"))
     shutil.copytree(session, demos / session.name)
-    manifest = json.loads((demos / session.name / "manifest.json").read_text())
-    (demos / session.name / "manifest.json").write_text(json.dumps({**manifest, "split": "val"}))
+    (demos / "splits.json").write_text(json.dumps({session.name: "val"}))  # the demonstrations' held-out set
     summary = run_dagger(config(tmp_path / "second", init, iterations=1, seed=10, data=str(demos)))
     pointer = summary["iterations"][0]["held_out_pointer"]
     assert 0 <= pointer["pointer_exact"] <= pointer["pointer_within_8"] <= 1

@@ -45,6 +45,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.held_out import TRAIN_PRESETS, refuse_suite_maps
 from hoi4_arena.maps.model import TAGS
@@ -62,6 +64,7 @@ from hoi4_arena.screen.game import GameRecord, GameSettings, sampling_seed
 from hoi4_arena.screen.worker import Worker
 from hoi4_arena.sessions.format import write_json_atomic
 from hoi4_arena.sessions.recorder import RecorderSettings
+from hoi4_arena.sessions.splits import SPLITS_FILE, load_splits
 from hoi4_arena.terminal import stderr
 from hoi4_arena.training.bc import held_out_report, train_bc
 from hoi4_arena.training.bc_config import BCConfig
@@ -115,7 +118,7 @@ class DaggerConfig:
     workers: int = 0
     """train-bc's data processes (0: on the training thread)."""
     threads: int = 0
-    """Torch CPU threads (0: torch's default)."""
+    """Torch CPU threads of the learner's play and of train-bc (0: torch's default)."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -338,7 +341,8 @@ def bc_settings(config: DaggerConfig, iteration: int, learner: Path, data: Path,
 
 
 def _link_data(config: DaggerConfig, iteration: int, folder: Path) -> Path:
-    """OUT/iter-i/data: links to every iteration's games so far and to the --data demonstrations."""
+    """OUT/iter-i/data: links to every iteration's games so far and to the --data demonstrations, whose
+    splits.json (its held-out sessions) becomes the folder's."""
     data = folder / "data"
     data.mkdir(parents=True, exist_ok=True)
     targets = {f"games-{j:03d}": Path("..") / ".." / f"iter-{j:03d}" / "games" for j in range(iteration + 1)}
@@ -348,6 +352,8 @@ def _link_data(config: DaggerConfig, iteration: int, folder: Path) -> Path:
         link = data / name
         if not link.is_symlink():
             link.symlink_to(target, target_is_directory=True)
+    if config.data is not None and load_splits(config.data):  # the demonstrations' held-out sessions
+        write_json_atomic(data / SPLITS_FILE, load_splits(config.data))
     return data
 
 
@@ -441,6 +447,8 @@ def run_dagger(config: DaggerConfig) -> dict[str, Any]:
     for iteration in range(config.iterations):  # every map the run will play is a training map
         refuse_suite_maps([config.plan(iteration, 0).spec], "dagger plays")
     open_run(config.out, SETTINGS, config.settings(), "dagger")
+    if config.threads:  # the learner's play too, not only train-bc (more threads than cores: far slower)
+        torch.set_num_threads(config.threads)
     progress_path = config.out / PROGRESS
     done: list[dict[str, Any]] = (
         json.loads(progress_path.read_text(encoding="utf-8")) if progress_path.is_file() else []
