@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stations import applied, attached
 
 from hoi4_arena.cluster import station as station_module
-from hoi4_arena.cluster.peers import Peer, load_bundle, make_bundle, read_peers
-from hoi4_arena.cluster.station import PeerClient, Station, connect
+from hoi4_arena.cluster.peers import Peer
+from hoi4_arena.cluster.station import Station, connect
 from hoi4_arena.cluster.tls import client_context, write_certificate
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
@@ -31,13 +32,6 @@ TIMEOUT = 0.4  # the station's message timeout here
 KEY_A = InputEvent(0, "key_down", 1, 1, key=0x41, source="policy")
 
 
-@pytest.fixture(scope="module")
-def identity(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("station")
-    make_bundle("test", root / "bundle", peers=root / "peers.json")
-    return load_bundle(root / "bundle"), read_peers(root / "peers.json")["test"], root
-
-
 @pytest.fixture
 def station(identity):
     bundle, _, _ = identity
@@ -45,16 +39,6 @@ def station(identity):
     running = Station(worker, bundle, "127.0.0.1", 0, message_timeout=TIMEOUT).start()
     yield running
     running.stop()
-
-
-@pytest.fixture
-def peer(identity, station: Station) -> Peer:
-    _, entry, _ = identity
-    return Peer("test", "127.0.0.1", station.address[1], entry.fingerprint, entry.token)
-
-
-def applied(station: Station) -> int:
-    return station.worker.telemetry()["applied"]
 
 
 def held(station: Station) -> bool:
@@ -69,22 +53,6 @@ def wait_for(condition, seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return condition()
-
-
-def attached(peer: Peer, observer: bool = False) -> PeerClient:
-    """An attached client; a full one waits (bounded) for the station to notice the previous one left:
-    the slot is free once the server has seen that connection end, a moment after the client closed."""
-    for _ in range(100):
-        client = connect(peer, observer=observer)
-        try:
-            client.attach()
-            return client
-        except WorkerError as error:
-            client.close()
-            if error.code != "worker_busy":
-                raise
-        time.sleep(0.05)
-    raise AssertionError("the full connection's slot never came free")
 
 
 def test_a_client_drives_the_station_over_pinned_tls(station: Station, peer: Peer) -> None:

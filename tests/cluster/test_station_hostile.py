@@ -20,10 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from stations import applied, attached
 
 from hoi4_arena.cluster import station as station_module
-from hoi4_arena.cluster.peers import Peer, load_bundle, make_bundle, read_peers
-from hoi4_arena.cluster.station import MAX_REQUEST_PAYLOAD, PeerClient, Station, connect
+from hoi4_arena.cluster.peers import Peer
+from hoi4_arena.cluster.station import MAX_REQUEST_PAYLOAD, Station, connect
 from hoi4_arena.cluster.tls import client_context, connect_pinned, write_certificate
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import InputEvent
@@ -37,13 +38,6 @@ MEMORY_BOUND = 64 * 2**20  # what one case may add to the resident set at its pe
 PAGE = 4096
 
 
-@pytest.fixture(scope="module")
-def identity(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("hostile")
-    make_bundle("test", root / "bundle", peers=root / "peers.json")
-    return load_bundle(root / "bundle"), read_peers(root / "peers.json")["test"], root
-
-
 @pytest.fixture
 def station(identity) -> Iterator[Station]:
     bundle, _, _ = identity
@@ -53,12 +47,6 @@ def station(identity) -> Iterator[Station]:
     ).start()
     yield running
     running.stop()
-
-
-@pytest.fixture
-def peer(identity, station: Station) -> Peer:
-    _, entry, _ = identity
-    return Peer("test", "127.0.0.1", station.address[1], entry.fingerprint, entry.token)
 
 
 def _rss() -> int:
@@ -85,25 +73,6 @@ def memory_bound(station: Station, peer: Peer) -> Iterator[None]:
     sampler.join()
     grown = max(peak[0], _rss()) - before
     assert grown < MEMORY_BOUND, f"the station's process grew by {grown / 2**20:.0f} MiB during the case"
-
-
-def applied(station: Station) -> int:
-    return station.worker.telemetry()["applied"]
-
-
-def attached(peer: Peer, observer: bool = False) -> PeerClient:
-    """An attached client; a full one waits (bounded) for the previous full connection to be seen gone."""
-    for _ in range(100):
-        client = connect(peer, observer=observer)
-        try:
-            client.attach()
-            return client
-        except WorkerError as error:
-            client.close()
-            if error.code != "worker_busy":
-                raise
-        time.sleep(0.05)
-    raise AssertionError("the full connection's slot never came free")
 
 
 def drive(station: Station, peer: Peer, decisions: int = 3) -> None:
