@@ -790,19 +790,15 @@ def import_video_command(config: ImportVideoConfig) -> None:
 )
 def pointer_command(config: PointerConfig) -> None:
     """Save the game's cursor sprite and hotspot as a pointer template (import-video --pointers)."""
-    from hoi4_arena.screen.layout import ViewLayout
     from hoi4_arena.screen.pointer_templates import save_pointer
-    from hoi4_arena.screen.probe import open_worker
+    from hoi4_arena.screen.probe import open_chosen
     from hoi4_arena.sessions.session_pointer import save_session_pointer
     from hoi4_arena.terminal import print_json
 
     if config.from_session is not None:
         print_json(save_session_pointer(config.from_session, config.out))
         return
-    layout = ViewLayout.named(config.layout)
-    with open_worker(
-        config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
-    ) as worker:
+    with open_chosen(config) as worker:
         worker.attach()
         print_json(save_pointer(worker, config.out, game=config.game))
 

@@ -722,8 +722,7 @@ def run_serve_worker(config: ServeWorkerConfig) -> dict:
     """
     import sys
 
-    from hoi4_arena.screen.layout import ViewLayout
-    from hoi4_arena.screen.probe import open_worker
+    from hoi4_arena.screen.probe import open_chosen
 
     host, port = parse_listen(config.listen)
     bundle = load_bundle(config.bundle)
@@ -735,13 +734,7 @@ def run_serve_worker(config: ServeWorkerConfig) -> dict:
         open_game = SimGames().open
         worker = open_game(served)
     else:
-        worker = open_worker(
-            config.game,
-            window=config.window,
-            display=config.display,
-            layout=ViewLayout.named(config.layout),
-            sim=config.sim,
-        )
+        worker = open_chosen(config)
         served = {"game": config.game}
     try:
         station = Station(

@@ -17,8 +17,7 @@ from typing import Any
 from hoi4_arena.cluster.station import open_peer
 from hoi4_arena.cluster.telemetry import Telemetry
 from hoi4_arena.cluster.watch_config import TelemetryConfig
-from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.probe import open_worker
+from hoi4_arena.screen.probe import open_chosen
 from hoi4_arena.screen.worker import Worker
 
 
@@ -81,13 +80,7 @@ def open_watched(config: TelemetryConfig | Any) -> Worker:
     if config.peer is not None:
         worker = open_peer(config.peer, config.peers, observer=True)
     else:
-        worker = open_worker(
-            config.game,
-            window=config.window,
-            display=config.display,
-            layout=ViewLayout.named(config.layout),
-            sim=config.sim,
-        )
+        worker = open_chosen(config)
     try:
         worker.attach()
     except BaseException:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,6 +69,18 @@ def open_worker(
     return SimWorker(layout=layout or ViewLayout.named("full"), **(sim or {}))
 
 
+def open_chosen(choice: Any) -> Worker:
+    """The worker a `probe_config.WorkerChoice` (--game, --window, --display, --layout, the sim's options)
+    names: `open_worker` with the choice's fields."""
+    return open_worker(
+        choice.game,
+        window=choice.window,
+        display=choice.display,
+        layout=ViewLayout.named(choice.layout),
+        sim=choice.sim,
+    )
+
+
 def run_capture(config: CaptureConfig, worker: Worker | None = None) -> dict:
     """Grab one frame and its views from the current game and write them as PNGs.
 
@@ -77,9 +90,7 @@ def run_capture(config: CaptureConfig, worker: Worker | None = None) -> dict:
 
     layout = ViewLayout.named(config.layout)
     if worker is None:
-        worker = open_worker(
-            config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
-        )
+        worker = open_chosen(config)
     with worker:
         info = worker.attach()
         try:
@@ -130,11 +141,8 @@ def _timed(call) -> float:
 
 def run_probe(config: ProbeConfig, worker: Worker | None = None) -> dict:
     """What the worker sees, and how fast it captures and applies (`worker`: as for `run_capture`)."""
-    layout = ViewLayout.named(config.layout)
     if worker is None:
-        worker = open_worker(
-            config.game, window=config.window, display=config.display, layout=layout, sim=config.sim
-        )
+        worker = open_chosen(config)
     with worker:
         info = worker.attach()
         try:
