@@ -122,6 +122,24 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"other settings \(.*arena.*\)"):
         RunState.open(QuickstartConfig(out=out, arena="ford"))
 
+    # A second training seed added to the finished run: the demonstrations, baselines and first policy are
+    # kept; the new policy trains on the same demonstrations, plays the same games, and the report gives
+    # the spread of the two.
+    spread = CliRunner().invoke(app, ["quickstart", str(out), *TINY, "--train-seeds", "2"])
+    assert spread.exit_code == 0, spread.output[-3000:]
+    assert "demonstrations: done before" in spread.stderr and "training: done before" in spread.stderr
+    result2 = json.loads(spread.stdout)
+    assert result2["players"]["learned"] == result["players"]["learned"]
+    _check_records(result2["players"], out / "eval", ("learned-2", *PLAYERS))
+    _check_records(result2["held_out"]["players"], out / "eval" / HELD_OUT, ("learned-2", *HELD_OUT_PLAYERS))
+    assert json.loads((out / "bc-2" / "config.json").read_text())["train"]["seed"] == 6  # --seed 5, the next
+    seeds = result2["seed_spread"]["plains:0"]
+    assert seeds["seeds"] == [5, 6] and seeds["games"] == [2, 2]
+    assert seeds["wins"] == [result2["players"][p]["wins"] for p in ("learned", "learned-2")]
+    assert seeds["win_rate"]["min"] <= seeds["win_rate"]["mean"] <= seeds["win_rate"]["max"]
+    assert set(result2["seed_spread"]) == {"plains:0", "ford:2"}
+    assert "Training seeds" in (out / "report.html").read_text()
+
 
 def test_a_report_is_kept_only_while_it_is_the_report_of_the_stages(tmp_path: Path) -> None:
     from hoi4_arena.quickstart import _kept_report
@@ -299,3 +317,89 @@ def test_a_ppo_stage_can_be_added_to_a_finished_run(tmp_path: Path) -> None:
     RunState.open(QuickstartConfig(out=other))
     with pytest.raises(UserError, match="other settings"):
         RunState.open(QuickstartConfig(out=other, rl_updates=5, games=10))
+
+
+def test_training_seeds_are_a_setting_only_when_asked_for(tmp_path: Path, monkeypatch) -> None:
+    """--train-seeds K trains K policies on the same demonstrations (seeds seed..seed+K-1, folders bc,
+    bc-2, ...) and plays each on every map; K = 1 has the settings of a run made before the option."""
+    import hoi4_arena.play.play_policy as play_policy
+    import hoi4_arena.training.bc as bc
+    from hoi4_arena import quickstart
+
+    assert "train_seeds" not in QuickstartConfig(out=tmp_path / "a").settings()
+    config = QuickstartConfig(out=tmp_path / "q", train_seeds=3, seed=4, games=4)
+    assert config.settings()["train_seeds"] == 3
+    assert [(x.name, x.folder, x.stage, x.seed) for x in config.learners] == [
+        ("learned", "bc", "training", 4),
+        ("learned-2", "bc-2", "training-2", 5),
+        ("learned-3", "bc-3", "training-3", 6),
+    ]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(UserError, match="train-seeds"):
+            QuickstartConfig(out=tmp_path / "a", train_seeds=bad)
+    with pytest.raises(UserError, match="fixed work"):
+        QuickstartConfig(out=tmp_path / "a", train_seeds=2, budget_minutes=5)
+
+    trained = []
+    monkeypatch.setattr(
+        bc, "train_bc", lambda c, **kw: trained.append((Path(c.out).name, c.seed)) or {"steps": c.max_steps}
+    )
+    quickstart.train(config, learner=config.learners[2])
+    assert trained == [("bc-3", 6)]
+    played = []
+    monkeypatch.setattr(
+        play_policy,
+        "run_play_policy",
+        lambda c: (
+            played.append((c.name, Path(c.checkpoint).parent.name)) or {"interrupted": False, "games": 4}
+        ),
+    )
+    assert set(quickstart.evaluate_learned(config)) == {
+        "learned",
+        "learned-2",
+        "learned-3",
+        "held-out learned",
+        "held-out learned-2",
+        "held-out learned-3",
+    }
+    assert played[:3] == [("learned", "bc"), ("learned-2", "bc-2"), ("learned-3", "bc-3")]
+
+
+def test_training_seeds_can_be_added_to_a_finished_run(tmp_path: Path) -> None:
+    """--train-seeds on a run made without it keeps its stages but the evaluation; so does adding PPO
+    updates and seeds at once; any other change beside them is refused."""
+    out = tmp_path / "q"
+    state = RunState.open(QuickstartConfig(out=out))
+    state.stages = {"demonstrations": {}, "baselines": {}, "training": {"steps": 3000}, "evaluation": {}}
+    state.save(out)
+    both = RunState.open(QuickstartConfig(out=out, train_seeds=3, rl_updates=2))
+    assert sorted(both.stages) == ["baselines", "demonstrations", "training"]
+    assert both.settings["train_seeds"] == 3 and both.settings["rl_updates"] == 2
+    with pytest.raises(UserError, match="other settings"):
+        RunState.open(QuickstartConfig(out=out, train_seeds=2, rl_updates=2))  # fewer seeds: refused
+    other = tmp_path / "other"
+    RunState.open(QuickstartConfig(out=other))
+    with pytest.raises(UserError, match="other settings"):
+        RunState.open(QuickstartConfig(out=other, train_seeds=2, games=10))
+
+
+def test_the_seed_spread_is_the_mean_and_range_of_the_learned_policies(tmp_path: Path) -> None:
+    from hoi4_arena.quickstart import _seed_spread
+
+    config = QuickstartConfig(out=tmp_path / "q", train_seeds=3)
+
+    def record(wins: int, setups: int) -> dict:
+        return {"games": 20, "wins": wins, "draws": 1, "setup": {"complete": setups}}
+
+    records = {
+        "learned": record(6, 16),
+        "learned-2": record(2, 10),
+        "learned-3": record(4, 19),
+        "scripted": {},
+    }
+    spread = _seed_spread(config, records, {})
+    assert list(spread) == ["plains:0"]
+    row = spread["plains:0"]
+    assert row["seeds"] == [0, 1, 2] and row["wins"] == [6, 2, 4] and row["setups"] == [16, 10, 19]
+    assert row["win_rate"] == pytest.approx({"mean": 0.2, "min": 0.1, "max": 0.3})
+    assert row["setup_rate"] == pytest.approx({"mean": 0.75, "min": 0.5, "max": 0.95})

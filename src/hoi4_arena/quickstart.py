@@ -15,7 +15,9 @@ Five stages, each leaving its output in OUT and resuming where it stopped when r
    map the demonstrations never show);
 3. training (OUT/bc): behaviour cloning on the demonstrations for `--train-steps` optimizer steps
    (`train-bc` with the settings of `BC_SETTINGS`, the learning rate decayed over those steps,
-   TensorBoard logs in OUT/bc/tb);
+   TensorBoard logs in OUT/bc/tb); with `--train-seeds K`, K policies trained alike on the same
+   demonstrations with training seeds seed..seed+K-1 (OUT/bc, OUT/bc-2, ...), the report giving their
+   spread;
 4. evaluation (OUT/eval/learned, OUT/eval/held-out/learned): the learned checkpoint plays the same
    seeds and sides (`play-policy` with `PLAY_SETTINGS`), games of the full length (`--max-days`), on
    the training maps and on the held-out map;
@@ -118,6 +120,16 @@ PLAY_SETTINGS: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class Learner:
+    """One learned policy of a run: its player name, training folder, stage and training seed."""
+
+    name: str
+    folder: str
+    stage: str
+    seed: int
+
+
 @dataclass
 class QuickstartConfig:
     """Settings of `hoi4-arena quickstart`."""
@@ -150,6 +162,10 @@ class QuickstartConfig:
     """Each evaluation game's time limit in days (a draw when reached)."""
     seed: int = 0
     """Seed of the demonstrations (game i plays seed + i) and of training; evaluation uses seed + 1000."""
+    train_seeds: int = 1
+    """Policies trained on the same demonstrations, training seeds seed, seed + 1, ...: each plays the same
+    games, and the report gives their mean and range beside each one's record (the spread a reader needs
+    to know what one run means). 1: one policy. Fixed work only: not with --budget-minutes."""
     rl_updates: int = 0
     """PPO updates that fine-tune the learned policy against the game's AI (rl/fine_tune.py's settings);
     the fine-tuned policy then plays the same games and the report pairs it with its start (0: no such
@@ -177,6 +193,7 @@ class QuickstartConfig:
         for what, value, low in (
             ("--train-steps", self.train_steps, 1),
             ("--rl-updates", self.rl_updates, 0),
+            ("--train-seeds", self.train_seeds, 1),
             ("--games", self.games, 1),
             ("--demo-games", self.demo_games, 2),
             ("--max-days", self.max_days, 1),
@@ -184,8 +201,9 @@ class QuickstartConfig:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
-        if self.rl_updates and self.budget_minutes is not None:
-            raise UserError("--rl-updates is fixed work: leave out --budget-minutes to use it")
+        for what, value in (("--rl-updates", self.rl_updates), ("--train-seeds", self.train_seeds > 1)):
+            if value and self.budget_minutes is not None:
+                raise UserError(f"{what} is fixed work: leave out --budget-minutes to use it")
         if not 1 <= self.val_games < self.demo_games:
             raise UserError(f"--val-games must lie in 1..{self.demo_games - 1}, not {self.val_games!r}")
         if self.speed not in range(1, 6):
@@ -221,8 +239,9 @@ class QuickstartConfig:
         data = asdict(self)
         for key in ("out", "progress", "threads", "workers", "eval_seconds_per_game"):
             data.pop(key)
-        if not self.rl_updates:
-            data.pop("rl_updates")  # a run without the stage has the settings it had before the stage existed
+        for key, alone in (("rl_updates", 0), ("train_seeds", 1)):
+            if data[key] == alone:
+                data.pop(key)  # a run without the stage has the settings it had before the stage existed
         if not self.policy:
             data.pop("policy")  # the quickstart's own policy: the settings runs had before the option
         if self.budget_minutes is None:
@@ -236,6 +255,17 @@ class QuickstartConfig:
     def bc_settings(self) -> dict[str, Any]:
         """train-bc's settings of this run: `BC_SETTINGS`, the policy's widths with --policy's over them."""
         return {**BC_SETTINGS, "policy": {**SMALL_POLICY, **self.policy}}
+
+    @property
+    def learners(self) -> list[Learner]:
+        """The policies this run trains: `learned` in OUT/bc with the run's seed, then one more for each
+        further training seed."""
+        first = Learner("learned", "bc", "training", self.seed)
+        more = [
+            Learner(f"learned-{k + 1}", f"bc-{k + 1}", f"training-{k + 1}", self.seed + k)
+            for k in range(1, self.train_seeds)
+        ]
+        return [first, *more]
 
     @property
     def eval_seed(self) -> int:
@@ -299,10 +329,11 @@ class RunState:
             state = cls(**json.loads(path.read_text()))
         except (ValueError, TypeError) as error:
             raise UserError(f"{path} is damaged ({error}); start in a new folder") from None
-        if state.settings != config.settings() and _adds_ppo_stage(state.settings, config):
-            # The stages before fine-tuning do not depend on it: they are kept; the evaluation runs again
-            # (the learned policy's games are done and skipped, the fine-tuned one's are played).
-            stderr.print(f"  adding {config.rl_updates} PPO updates to the run in {config.out}")
+        added = _added_stages(state.settings, config)
+        if state.settings != config.settings() and added:
+            # The stages before the added ones do not depend on them: they are kept; the evaluation runs
+            # again (the games already played are skipped, the new policies' are played).
+            stderr.print(f"  adding {', '.join(added)} to the run in {config.out}")
             state.settings = config.settings()
             state.stages.pop("evaluation", None)
             state.save(config.out)
@@ -315,10 +346,19 @@ class RunState:
         return state
 
 
-def _adds_ppo_stage(saved: dict[str, Any], config: QuickstartConfig) -> bool:
-    """Whether `config` is the saved run's settings with a PPO stage added (a run that had none)."""
-    added = {**saved, "rl_updates": config.rl_updates}
-    return bool(config.rl_updates) and "rl_updates" not in saved and added == config.settings()
+ADDABLE = {"rl_updates": "{} PPO updates", "train_seeds": "{} training seeds"}
+"""Settings a finished run may gain (a run made without them holds no such key): the stages they add
+come after the ones it has."""
+
+
+def _added_stages(saved: dict[str, Any], config: QuickstartConfig) -> list[str]:
+    """What `config` adds to the saved run (PPO updates, training seeds) when it is the saved run's
+    settings with only those added; [] otherwise."""
+    wanted = config.settings()
+    added = [key for key in ADDABLE if key in wanted and key not in saved]
+    if not added or {**saved, **{key: wanted[key] for key in added}} != wanted:
+        return []
+    return [ADDABLE[key].format(wanted[key]) for key in added]
 
 
 # --- the stages ---------------------------------------------------------------------------------------
@@ -376,15 +416,19 @@ def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
 
 
 def train(
-    config: QuickstartConfig, minutes: float | None = None, planned: float | None = None
+    config: QuickstartConfig,
+    minutes: float | None = None,
+    planned: float | None = None,
+    learner: Learner | None = None,
 ) -> dict[str, Any]:
     """Behaviour cloning on the demonstrations (resuming a stopped run): `config.train_steps` steps with
     the learning rate decayed over them; with a budget, `minutes` of wall time with the rate decayed over
-    the `planned` minutes of training."""
+    the `planned` minutes of training. `learner`: which of the run's policies (the first by default)."""
     from hoi4_arena.training.bc import train_bc
     from hoi4_arena.training.bc_config import BCConfig
 
-    out = config.out / "bc"
+    learner = learner or config.learners[0]
+    out = config.out / learner.folder
     if config.budget_minutes is None:
         bounds: dict[str, Any] = {"max_steps": config.train_steps, "lr_decay_steps": config.train_steps}
         resumed = {"max_steps": config.train_steps}
@@ -395,7 +439,7 @@ def train(
         data=str(config.out / "demos"),
         out=str(out),
         epochs=1000,
-        seed=config.seed,
+        seed=learner.seed,
         threads=config.threads,
         workers=config.workers,
         save_every=60.0,
@@ -508,7 +552,7 @@ def evaluate_learned(config: QuickstartConfig, wall_minutes: float = 0.0) -> dic
     each map's games start within `wall_minutes` shared out between the maps)."""
     from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
 
-    checkpoints = {"learned": config.out / "bc" / "last.pt"}
+    checkpoints = {learner.name: config.out / learner.folder / "last.pt" for learner in config.learners}
     if config.rl_updates:
         checkpoints[FINE_TUNED] = config.out / "ppo" / "last.pt"
     games: dict[str, Any] = {}
@@ -645,13 +689,15 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     pictures = out / "report"
     pictures.mkdir(exist_ok=True)
     tuned = (FINE_TUNED,) if config.rl_updates else ()
-    rows = {player: read_results(out / "eval" / player / "results.jsonl") for player in PLAYERS + tuned}
-    records = {player: player_record(rows[player]) for player in PLAYERS + tuned}
+    names = [learner.name for learner in config.learners]
+    players = (*names, *PLAYERS[1:], *tuned)
+    rows = {player: read_results(out / "eval" / player / "results.jsonl") for player in players}
+    records = {player: player_record(rows[player]) for player in players}
     held_out: dict[str, Any] = {}
     if config.held_out_spec:
         held_out = {
             player: player_record(read_results(out / "eval" / HELD_OUT / player / "results.jsonl"))
-            for player in HELD_OUT_PLAYERS + tuned
+            for player in (*names, *HELD_OUT_PLAYERS[1:], *tuned)
         }
     curves = _training_curves(out, pictures / "training.png")
     training = state.stages.get("training", {})
@@ -704,6 +750,7 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
             "final": curves,
         },
         "fine_tuning": _fine_tuning(config, state) if tuned else {},
+        "seed_spread": _seed_spread(config, records, held_out) if len(names) > 1 else {},
         "heatmap": {
             k: heat.get(k)
             for k in ("median_distance_lattice", "median_distance_px", "in_hottest_1pct", "drawn")
@@ -738,6 +785,32 @@ def _fine_tuning(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
             for key in ("paired_games", "complete", "table", "win_rate_difference", "score_difference")
         }
     return {"updates": config.rl_updates, "summary": state.stages.get("fine-tuning", {}), "paired": paired}
+
+
+def _seed_spread(
+    config: QuickstartConfig, records: dict[str, Any], held_out: dict[str, Any]
+) -> dict[str, Any]:
+    """The learned policies of every training seed, map by map: each one's wins and setups, and their mean
+    and range (what one run of the recipe may give)."""
+
+    def spread(values: list[float]) -> dict[str, float]:
+        return {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+
+    spreads = {}
+    for arena, players in ((config.arena_spec, records), (config.held_out_spec, held_out)):
+        if not players:
+            continue
+        mine = [players[learner.name] for learner in config.learners]
+        spreads[arena] = {
+            "seeds": [learner.seed for learner in config.learners],
+            "wins": [r["wins"] for r in mine],
+            "draws": [r["draws"] for r in mine],
+            "setups": [r["setup"]["complete"] for r in mine],
+            "games": [r["games"] for r in mine],
+            "win_rate": spread([r["wins"] / r["games"] if r["games"] else 0.0 for r in mine]),
+            "setup_rate": spread([r["setup"]["complete"] / r["games"] if r["games"] else 0.0 for r in mine]),
+        }
+    return spreads
 
 
 def _numerics_text(state: dict[str, Any] | None) -> str:
@@ -854,6 +927,22 @@ def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]
             f"{heat.get('median_distance_px') or 0:.0f} px; the demonstrated point lies in the hottest 1% of the "
             f"screen in {heat.get('in_hottest_1pct') or 0:.0%} of {heat.get('drawn')} frames.</p>"
         )
+    spread_section = ""
+    if result.get("seed_spread"):
+        lines = []
+        for arena, spread in result["seed_spread"].items():
+            win, setup = spread["win_rate"], spread["setup_rate"]
+            lines.append(
+                f"<li>{esc(arena)}: win rate {win['mean']:.0%} on average, from {win['min']:.0%} to "
+                f"{win['max']:.0%} (wins {', '.join(map(str, spread['wins']))}); setup complete "
+                f"{setup['mean']:.0%}, from {setup['min']:.0%} to {setup['max']:.0%}</li>"
+            )
+        seeds = result["seed_spread"][result["arena"]]["seeds"]
+        spread_section = (
+            f"<h2>Training seeds</h2><p>{len(seeds)} policies trained on the same demonstrations with the "
+            f"same settings, training seeds {', '.join(map(str, seeds))} (the rows <i>learned</i>, "
+            f"<i>learned-2</i>, ...), each on the same games:</p><ul>{''.join(lines)}</ul>"
+        )
     strip = result["strip"]
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>hoi4-arena quickstart report</title>
@@ -872,6 +961,7 @@ the learned policy plays with {esc(_settings_text(PLAY_SETTINGS))}; each player 
 <p>Setup columns: games in which the player formed an army, drew a front, drew an offensive and executed
 it (read from the game's ARENA log; the policy never reads it).</p>
 {held_section}
+{spread_section}
 {tuning_section}
 <h2>Training</h2><img src="report/training.png">
 <h2>Where the policy wants to point</h2>{heat_line}{heat_images}
@@ -911,6 +1001,9 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
         state.save(config.out)
 
     stages = [stage for stage in STAGES if stage != "fine-tuning" or config.rl_updates]
+    more = [learner.stage for learner in config.learners[1:]]
+    stages[stages.index("training") + 1 : stages.index("training") + 1] = more
+    learners = {learner.stage: learner for learner in config.learners}
     total = len(stages) + 1
     try:
         for number, stage in enumerate(stages, 1):
@@ -934,6 +1027,9 @@ def run_quickstart(config: QuickstartConfig) -> dict[str, Any]:
                 left = state.train_minutes - trained_minutes(config.out)
                 stderr.print(f"  training for {left:.1f} of {state.train_minutes:.1f} minutes")
                 finish(stage, train(config, left, state.train_minutes))
+            elif stage in more:
+                stderr.print(f"  {config.train_steps} optimizer steps, training seed {learners[stage].seed}")
+                finish(stage, train(config, learner=learners[stage]))
             elif stage == "fine-tuning":
                 stderr.print(f"  {config.rl_updates} PPO updates from the learned policy")
                 finish(stage, fine_tune_learned(config))
