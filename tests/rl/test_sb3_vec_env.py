@@ -66,7 +66,10 @@ def test_each_slot_sees_the_flat_env_of_its_game() -> None:
 @pytest.mark.slow
 def test_sb3_ppo_learns_on_the_games_in_lockstep_in_worker_processes() -> None:
     envs = GamesVecEnv(SETTINGS, _Games([(1, "BLU"), (2, "RED")]), workers=2, reward=WEIGHTS, **WRAPPER)
+    from stable_baselines3.common.logger import Logger
+
     model = PPO("MultiInputPolicy", envs, n_steps=16, batch_size=16, n_epochs=1, seed=0, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's own would leave /tmp/SB3-* behind
     model.learn(total_timesteps=32)
     assert model.num_timesteps == 32
     envs.close()
