@@ -355,8 +355,26 @@ def sim_window(server: Xvfb, tmp_path: Path) -> Iterator[Callable[..., SimWindow
         window.stop()
 
 
-_SHARED_SESSION_FIXTURES = ("recorded_games", "marker_sessions", "good_mod")
-"""Session fixtures that take seconds to build (recorded games, encoded marker videos, a generated mod)."""
+@pytest.fixture(scope="session")
+def made_ladder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """make-ladder's rungs of plains:3 (game seed 3) from both sides, and its listing: the rung tests of
+    sim/, play/ and rl/ share one (plains, not river: train-ppo refuses the benchmark's maps)."""
+    from hoi4_arena.play.ladder import LadderConfig, make_ladder
+
+    out = tmp_path_factory.mktemp("ladder")
+    config = LadderConfig(out=out, arena="plains", seeds=1, first_seed=3, sides="BLU,RED", max_decisions=1500)
+    return out, make_ladder(config)
+
+
+@pytest.fixture(scope="session")
+def ladder(made_ladder: tuple[Path, dict]) -> Path:
+    """The folder of `made_ladder`."""
+    return made_ladder[0]
+
+
+_SHARED_SESSION_FIXTURES = ("recorded_games", "marker_sessions", "good_mod", "made_ladder")
+"""Session fixtures that take seconds to build (recorded games, encoded marker videos, a generated mod,
+a ladder)."""
 
 
 def _shares_a_module_fixture(item: pytest.Item) -> bool:

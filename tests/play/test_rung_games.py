@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from hoi4_arena.cli import app
 from hoi4_arena.errors import UserError
-from hoi4_arena.play.ladder import LadderConfig, make_ladder
 from hoi4_arena.play.rung_games import RungGamesConfig, next_rung, plan_game, promoted
 from hoi4_arena.results import GameResult, read_results
 
@@ -92,13 +90,6 @@ def test_the_plan_follows_the_rows_so_far(ladder: Path, tmp_path: Path) -> None:
 # --- games from a ladder -------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ladder")
-    make_ladder(LadderConfig(out=out, arena="river", seeds=1, first_seed=3, sides="BLU", max_decisions=1500))
-    return out
-
-
 def _invoke(*args: str):
     return CliRunner().invoke(app, ["rung-games", *map(str, args)])
 
@@ -113,8 +104,14 @@ def test_scripted_games_carry_their_rung_resume_and_are_counted(ladder: Path, tm
     assert result.exit_code == 0, result.output
     rows = read_results(out / "results.jsonl")
     assert [(r.extra["game"], r.extra["rung"]) for r in rows] == [(0, "S3"), (1, "S0"), (2, "S3")]
-    assert all(r.extra["save"] == f"river-m3-g3-BLU/{r.extra['rung']}.simsave" for r in rows)
-    assert all(r.valid and r.side == "BLU" and r.arena == "river" and r.extra["days"] == 12 for r in rows)
+    # A rung's saves (the ladder has both sides) are played in turn: S3 from BLU, then from RED.
+    assert [r.extra["save"] for r in rows] == [
+        "plains-m3-g3-BLU/S3.simsave",
+        "plains-m3-g3-BLU/S0.simsave",
+        "plains-m3-g3-RED/S3.simsave",
+    ]
+    assert [r.side for r in rows] == ["BLU", "BLU", "RED"]
+    assert all(r.valid and r.arena == "plains" and r.extra["days"] == 12 for r in rows)
     assert all(r.extra["session"] is None for r in rows)  # no --record: no sessions
     assert rows[0].extra["declarer"] is not None  # read from the restored game's log
     report = _report(result.output)

@@ -12,23 +12,12 @@ import numpy as np
 import pytest
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.play.ladder import LadderConfig, make_ladder
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rollout import Rollouts, Schedule, rung_starts
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutGame, RolloutSettings
 from hoi4_arena.screen.env import SimEnv
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.worker import CaptureRequest
-
-
-@pytest.fixture(scope="module")
-def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ladder")
-    make_ladder(
-        # plains, not river: train-ppo refuses the benchmark's maps (maps/held_out.py).
-        LadderConfig(out=out, arena="plains", seeds=1, first_seed=3, sides="BLU,RED", max_decisions=1500)
-    )
-    return out
 
 
 def test_the_schedule_draws_rung_saves_keeping_each_slots_side(ladder: Path) -> None:

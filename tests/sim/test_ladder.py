@@ -10,44 +10,42 @@ import pytest
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.gamelog import setup_milestones
-from hoi4_arena.play.ladder import RUNGS, LadderConfig, check_rung, make_ladder
+from hoi4_arena.play.ladder import RUNGS, check_rung
 from hoi4_arena.sim.save import load_game
 
 SIDE = "BLU"
 
 
-@pytest.fixture(scope="module")
-def ladder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    out = tmp_path_factory.mktemp("ladder")
-    config = LadderConfig(out=out, arena="river", seeds=1, first_seed=3, sides=SIDE, max_decisions=1500)
-    return out, make_ladder(config)
+def _rungs(made: dict, side: str = SIDE) -> list[dict]:
+    return [row for row in made["rungs"] if row["side"] == side]
 
 
-def test_every_rung_is_made_and_listed(ladder: tuple[Path, dict]) -> None:
-    out, made = ladder
-    assert made["made"] == len(RUNGS) and made["missing"] == 0
+def test_every_rung_is_made_and_listed(made_ladder: tuple[Path, dict]) -> None:
+    out, made = made_ladder  # tests/conftest.py: plains:3, both sides
+    assert made["made"] == 2 * len(RUNGS) and made["missing"] == 0
     assert json.loads((out / "ladder.json").read_text()) == made
-    rows = made["rungs"]
-    assert [row["rung"] for row in rows] == list(RUNGS)
-    assert {(row["preset"], row["map_seed"], row["game_seed"], row["side"]) for row in rows} == {
-        ("river", 3, 3, SIDE)
-    }
-    remaining = {row["rung"]: row["remaining"] for row in rows}
-    assert remaining == {
-        "S0": ["declare", "army", "front", "offensive", "executed"],
-        "S1": ["army", "front", "offensive", "executed"],
-        "S2": ["front", "offensive", "executed"],
-        "S3": ["offensive", "executed"],
-    }
-    days = [row["day"] for row in rows]
-    assert days == sorted(days)
-    for row in rows:
-        assert json.loads((out / row["save"]).with_suffix(".json").read_text()) == row
+    for side in ("BLU", "RED"):
+        rows = _rungs(made, side)
+        assert [row["rung"] for row in rows] == list(RUNGS)
+        assert {(row["preset"], row["map_seed"], row["game_seed"], row["side"]) for row in rows} == {
+            ("plains", 3, 3, side)
+        }
+        remaining = {row["rung"]: row["remaining"] for row in rows}
+        assert remaining == {
+            "S0": ["declare", "army", "front", "offensive", "executed"],
+            "S1": ["army", "front", "offensive", "executed"],
+            "S2": ["front", "offensive", "executed"],
+            "S3": ["offensive", "executed"],
+        }
+        days = [row["day"] for row in rows]
+        assert days == sorted(days)
+        for row in rows:
+            assert json.loads((out / row["save"]).with_suffix(".json").read_text()) == row
 
 
-def test_a_restored_rung_s3_shows_army_and_front_but_no_offensive(ladder: tuple[Path, dict]) -> None:
-    out, made = ladder
-    row = made["rungs"][3]
+def test_a_restored_rung_s3_shows_army_and_front_but_no_offensive(made_ladder: tuple[Path, dict]) -> None:
+    out, made = made_ladder
+    row = _rungs(made)[3]
     with load_game(out / row["save"]) as game:
         assert not game.clock.paused  # the match runs: the restored game goes on by itself
         start = game.world.hour
@@ -56,18 +54,18 @@ def test_a_restored_rung_s3_shows_army_and_front_but_no_offensive(ladder: tuple[
         setup = setup_milestones(game.world.log_lines, SIDE)
         assert setup["army"] is not None and setup["front"] is not None
         assert setup["offensive"] is None and setup["executed"] is None
-    with load_game(out / made["rungs"][0]["save"]) as game:
+    with load_game(out / _rungs(made)[0]["save"]) as game:
         assert game.clock.paused and not game.world.at_war and game.ui.popups  # the news is open
 
 
-def test_a_rung_that_does_not_hold_its_claim_is_refused(ladder: tuple[Path, dict]) -> None:
-    out, made = ladder
-    s2 = out / made["rungs"][2]["save"]
+def test_a_rung_that_does_not_hold_its_claim_is_refused(made_ladder: tuple[Path, dict]) -> None:
+    out, made = made_ladder
+    s2 = out / _rungs(made)[2]["save"]
     assert check_rung(s2, "S2", SIDE)["done"] == ["declare", "army"]
     with pytest.raises(UserError, match="claims declare, army, front done, but"):
         check_rung(s2, "S3", SIDE)
     with pytest.raises(UserError, match="claims nothing done"):
-        check_rung(out / made["rungs"][1]["save"], "S0", SIDE)
+        check_rung(out / _rungs(made)[1]["save"], "S0", SIDE)
 
 
 def test_the_command_makes_a_ladder_and_saves_restore_through_the_worker(tmp_path: Path) -> None:
