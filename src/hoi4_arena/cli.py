@@ -174,6 +174,25 @@ def benchmark_command(config: Any) -> None:
         raise typer.Exit(130)
 
 
+@app.command("ratings", rich_help_panel="Play and evaluate")
+@from_config(
+    "hoi4_arena.evaluation.ratings:RatingsConfig",  # read from its source: the module imports numpy
+    arguments=("bench",),
+    options={
+        "bench": Opt(metavar="BENCH_OUT"),
+        "head_to_head": Opt(convert=value_list(Path), metavar="RESULTS"),
+    },
+)
+def ratings_command(config: Any) -> None:
+    """A league table: every player's Elo rating (the game's AI = 1000) from benchmark and head-to-head games."""
+    from hoi4_arena.evaluation.ratings import format_ratings, run_ratings
+    from hoi4_arena.terminal import print_json, stderr
+
+    result = run_ratings(config)
+    stderr.print(format_ratings(result), highlight=False, soft_wrap=True)
+    print_json(result)
+
+
 from hoi4_arena.play.pair_config import CollectPairConfig  # noqa: E402 -- numpy-free until it runs
 
 
