@@ -183,6 +183,10 @@ def test_players_are_compared_on_the_games_both_have(tmp_path: Path) -> None:
     assert pair["setup_complete"]["only_a"] == 1 and pair["setup_complete"]["only_b"] == 0
     text = (tmp_path / "leaderboard.md").read_text()
     assert "| b | 2 of 4 |" in text and "| a | b | 2 |" in text
+    # The league table: a scored 2.5 of 4 against the AI, b 0.5 of 2 (evaluation/ratings.py).
+    ratings = json.loads((tmp_path / "leaderboard.json").read_text())["ratings"]["tables"]["presets"]
+    assert [row["player"] for row in ratings["players"]] == ["a", "ai", "b"]
+    assert "## Ratings" in text and "| 1 | a |" in text
 
 
 def test_bad_input_is_one_line(tmp_path: Path) -> None:

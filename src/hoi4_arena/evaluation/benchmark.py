@@ -9,7 +9,9 @@ folders and writes OUT/leaderboard.json and OUT/leaderboard.md:
   loss 0), best mean score first;
 - per suite, every pair of players compared on the games both have played (`evaluation.paired.compare`:
   Newcombe's interval and the exact McNemar p of the win rates' difference, the sign-flip p of the
-  scores'), and the setup completions' discordant pairs with their exact McNemar p.
+  scores'), and the setup completions' discordant pairs with their exact McNemar p;
+- the league table: every player's Elo rating (the game's AI at 1000) per suite and overall, with its
+  bootstrap interval (`evaluation.ratings`, as `hoi4-arena ratings OUT` computes it).
 
 Only the games of the suite's first `pairs` pairs count, so a quick run (`--pairs 3`) in a folder that
 once held a longer one reports the quick games.
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hoi4_arena.evaluation.paired import SCORES, compare, mcnemar_exact
+from hoi4_arena.evaluation.ratings import benchmark_ratings, format_ratings
 from hoi4_arena.maps.held_out import SUITES, suite_games
 from hoi4_arena.results import GameResult, read_results, win_record
 
@@ -111,6 +114,9 @@ def leaderboard(out: Path, suites: tuple[str, ...], pairs: int, settings: dict[s
         "settings": settings,
         "suites": {suite: suite_board(out, suite, pairs) for suite in suites if suite in SUITES},
     }
+    ratings = benchmark_ratings(out, [suite for suite in suites if suite in SUITES], pairs)
+    if ratings is not None:
+        board["ratings"] = ratings
     (out / f"{BOARD}.json").write_text(json.dumps(strict(board), allow_nan=False, indent=1) + "\n")
     (out / f"{BOARD}.md").write_text(format_board(board))
     return board
@@ -184,7 +190,10 @@ def format_board(board: dict[str, Any]) -> str:
                     )
                     + f"{setup['only_a']} / {setup['only_b']} | {setup['p_value']:.3g} |"
                 )
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if "ratings" in board:
+        text += "\n" + format_ratings(board["ratings"], level=2)
+    return text
 
 
 def strict(value: Any) -> Any:

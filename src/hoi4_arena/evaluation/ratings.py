@@ -316,6 +316,17 @@ def ratings_tables(
     }
 
 
+def benchmark_ratings(bench: Path, suites: Iterable[str], pairs: int) -> dict[str, Any] | None:
+    """The ratings of the benchmark's leaderboard: the games of its suites' first `pairs` pairs, with the
+    command's default settings; None when there is no game."""
+    games = benchmark_games(bench, suites, pairs)
+    if not games:
+        return None
+    return ratings_tables(
+        tables_of(games), RatingsConfig.resamples, RatingsConfig.seed, RatingsConfig.prior_draws
+    )
+
+
 def tables_of(games: list[Game]) -> dict[str, list[Game]]:
     """Per suite (the benchmark's strata) and overall: every game."""
     suites = {s: [g for g in games if g.stratum == s] for s in SUITES}
