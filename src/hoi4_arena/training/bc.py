@@ -44,10 +44,8 @@ Try: hoi4-arena train-bc runs/ out/bc --workers 2 --epochs 1
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import random
 import time
 from pathlib import Path
 from typing import Any
@@ -65,18 +63,22 @@ from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_check
 from hoi4_arena.models.policy import Observation, Policy, PolicyOutput, PolicyState
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP
 from hoi4_arena.sessions.format import load_manifest
-from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.advantage import AdvantageWeights
 from hoi4_arena.training.bc_config import BCConfig
 from hoi4_arena.training.objectives import Objectives, build_objectives
-from hoi4_arena.training.run_control import adam, device_of, open_run, resumed_changes, stop_on_interrupt
+from hoi4_arena.training.run_control import (
+    CONFIG,
+    LAST,
+    PROGRESS,
+    TrainingRun,
+    adam,
+    restore_rng_states,
+    rng_states,
+)
 
 log = logging.getLogger(__name__)
 
-PROGRESS = "progress.pt"
-LAST = "last.pt"
 BUTTON_FIRST, BUTTON_LAST = min(BUTTON_KINDS.values()), max(BUTTON_KINDS.values())
-CONFIG = "config.json"
 KIND_GROUPS = ("none", "move", "button", "wheel", "key")
 
 
@@ -267,32 +269,6 @@ def initial_weights(path: str, policy_config: Any) -> dict[str, torch.Tensor]:
     return checkpoint.policy.state_dict()
 
 
-# --- saving and resuming ---
-
-
-def rng_states() -> dict[str, Any]:
-    state = np.random.get_state()
-    return {
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        "python": random.getstate(),
-        "numpy": [state[0], state[1].tolist(), int(state[2]), int(state[3]), float(state[4])],
-    }
-
-
-def restore_rng_states(states: dict[str, Any]) -> None:
-    torch.set_rng_state(states["torch"])
-    if states["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
-    random.setstate(_as_tuples(states["python"]))
-    name, keys, pos, has_gauss, cached = states["numpy"]
-    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
-
-
-def _as_tuples(value: Any) -> Any:
-    return tuple(_as_tuples(v) for v in value) if isinstance(value, list | tuple) else value
-
-
 # --- the run ---
 
 
@@ -345,15 +321,12 @@ def train_bc(
     config: BCConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Train (or resume) a behaviour-cloning run; returns the summary the command prints."""
-    started = time.monotonic()
     out = Path(config.out)
-    saved = open_run(out, resume, "training", (PROGRESS, LAST, CONFIG, "epoch-*.pt"), _progress_file)
+    run = TrainingRun(out, "training", (PROGRESS, LAST, CONFIG, "epoch-*.pt"), _progress_file, resume=resume)
+    saved = run.saved
     if saved is not None:
-        stored = BCConfig.from_dict(saved.extra["train_config"])
-        config = stored.resumed_with(resumed_changes(changes, ("data", "out")))
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    device = device_of(config.device)
+        config = run.resumed(BCConfig.from_dict(saved.extra["train_config"]), changes, ("data", "out"))
+    device = run.use(config.threads, config.device)
     policy_config = config.policy_config
 
     # --- data ---
@@ -417,20 +390,7 @@ def train_bc(
         progress.update({k: saved.extra[k] for k in progress})
     provenance = Provenance(data={**data.describe(), "init": config.init}, seed=config.seed)
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG).write_text(
-        json.dumps(
-            {
-                "train": config.to_dict(),
-                "policy": policy_config.to_dict(),
-                "layout": policy_config.view_layout.to_dict(),
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-
-    def save(path: Path, *, with_optimizer: bool) -> Path:
+    def save(path: Path, with_optimizer: bool) -> Path:
         progress["epoch_tally"] = epoch_tally.state()
         extra = {"train_config": config.to_dict(), "data": data.describe(), **progress}
         if intents is not None:  # what the intent input means: players/intents.py's vocabulary
@@ -443,28 +403,31 @@ def train_bc(
             path, policy, provenance=provenance, optimizer=optimizer if with_optimizer else None, extra=extra
         )
 
-    from torch.utils.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(str(out / "tb"))
+    run.start(
+        {
+            "train": config.to_dict(),
+            "policy": policy_config.to_dict(),
+            "layout": policy_config.view_layout.to_dict(),
+        },
+        write=save,
+    )
     loader = WindowLoader(settings, config.workers)
-    flag: dict[str, str | None] = {"stop": None}
     position = DataPosition.from_dict(progress["position"])
     held_out = progress["history"][-1]["held_out"] if progress["history"] else None
     epoch_tally = Tally.from_state(progress["epoch_tally"])
-    last_save = time.monotonic()
     window_start, window_decisions = time.monotonic(), 0
 
     def over_budget() -> str | None:
-        if flag["stop"]:
-            return flag["stop"]
+        if run.stop:
+            return run.stop
         if config.max_steps and progress["step"] >= config.max_steps:
             return "max_steps"
-        if config.max_minutes and time.monotonic() - started >= config.max_minutes * 60:
+        if run.minutes_over(config.max_minutes):
             return "max_minutes"
         return None
 
     # --- the loop ---
-    with loader, stop_on_interrupt(flag), progress_bar() as bar:
+    with run.loop(loader) as bar:
         if config.hold_gb:
             everything = data.train + data.val
             task = bar.add_task(
@@ -552,25 +515,28 @@ def train_bc(
                 epoch_tally.add_objectives(extra_losses)
                 step = progress["step"]
                 window_decisions += int(a["region"].sum())
-                writer.add_scalar("train/loss", loss.item(), step)
-                writer.add_scalar("train/lr", optimizer.param_groups[0]["lr"], step)
-                writer.add_scalar("train/grad_norm", grad_norm, step)
-                for name, (value, _) in extra_losses.items():
-                    writer.add_scalar(f"train/objective_{name}", value.item(), step)
+                scalars = {
+                    "train/loss": loss.item(),
+                    "train/lr": optimizer.param_groups[0]["lr"],
+                    "train/grad_norm": grad_norm,
+                    **{f"train/objective_{name}": value.item() for name, (value, _) in extra_losses.items()},
+                }
                 if now - window_start >= 10.0:
-                    writer.add_scalar("train/decisions_per_s", window_decisions / (now - window_start), step)
+                    scalars["train/decisions_per_s"] = window_decisions / (now - window_start)
                     window_start, window_decisions = now, 0
                 if step % 10 == 0:
                     for name, value in epoch_tally.summary()["loss_by_kind"].items():
-                        if value is not None:
-                            writer.add_scalar(f"train/loss_{name}", value, step)
-                bar.update(
-                    task, advance=1, description=f"epoch {epoch + 1}/{config.epochs} loss {loss.item():.3f}"
+                        scalars[f"train/loss_{name}"] = value
+                run.log(
+                    step,
+                    scalars,
+                    task=task,
+                    advance=1,
+                    description=f"epoch {epoch + 1}/{config.epochs} loss {loss.item():.3f}",
                 )
 
-                if now - last_save >= config.save_every:
-                    save(out / PROGRESS, with_optimizer=True)
-                    last_save = time.monotonic()
+                if run.save_due(config.save_every):
+                    run.save_progress()
                 stop = over_budget()
                 if stop:
                     break
@@ -590,32 +556,25 @@ def train_bc(
                 {"epoch": epoch + 1, "step": progress["step"], "train": train_summary, "held_out": held_out}
             )
             progress["skipped"] = sorted({s.path for s in loader.skipped} | set(progress["skipped"]))
-            for name, value in (held_out or {}).items():
-                if isinstance(value, int | float) and value is not None:
-                    writer.add_scalar(f"held_out/{name}", value, progress["step"])
-            for name, value in ((held_out or {}).get("loss_by_kind") or {}).items():
-                if value is not None:
-                    writer.add_scalar(f"held_out/loss_{name}", value, progress["step"])
-            for name, value in ((held_out or {}).get("objectives") or {}).items():
-                if value is not None:
-                    writer.add_scalar(f"held_out/objective_{name}", value, progress["step"])
-            position = DataPosition(epoch + 1, tuple(0 for _ in position.starts))
-            progress["position"] = position.to_dict()
-            save(out / f"epoch-{epoch + 1:04d}.pt", with_optimizer=False)
-            save(out / LAST, with_optimizer=False)
-            save(out / PROGRESS, with_optimizer=True)
-            last_save = time.monotonic()
-            bar.update(
-                task,
+            held = held_out or {}
+            run.log(
+                progress["step"],
+                {
+                    **{f"held_out/{k}": v for k, v in held.items() if isinstance(v, int | float)},
+                    **{f"held_out/loss_{k}": v for k, v in (held.get("loss_by_kind") or {}).items()},
+                    **{f"held_out/objective_{k}": v for k, v in (held.get("objectives") or {}).items()},
+                },
+                task=task,
                 description=f"epoch {epoch + 1}/{config.epochs} held-out loss "
                 + (f"{held_out['loss']:.3f}" if held_out and held_out["loss"] is not None else "-"),
             )
+            position = DataPosition(epoch + 1, tuple(0 for _ in position.starts))
+            progress["position"] = position.to_dict()
+            run.checkpoint(f"epoch-{epoch + 1:04d}.pt")
         stop = stop or "epochs"
         if stop != "epochs" or not (out / LAST).exists():
             progress["skipped"] = sorted({s.path for s in loader.skipped} | set(progress["skipped"]))
-            save(out / PROGRESS, with_optimizer=True)
-            save(out / LAST, with_optimizer=False)
-    writer.close()
+        run.final_save(stop != "epochs")
 
     if stop != "epochs" and epoch_tally.decisions:
         train_now = epoch_tally.summary()
@@ -623,27 +582,29 @@ def train_bc(
         train_now = progress["history"][-1]["train"] if progress["history"] else None
     seconds = progress["train_seconds"]
     described = {"objectives": objectives.describe()} if objectives is not None else {}
-    return {
-        **described,
-        "stopped": stop,
-        "steps": progress["step"],
-        "epochs_completed": progress["epochs_completed"],
-        "decisions_seen": progress["decisions_seen"],
-        "decisions_trained": progress["decisions_trained"],
-        "masked": progress["masked"],
-        "decisions_per_s": progress["decisions_seen"] / seconds if seconds else None,
-        "train": train_now,
-        "held_out": held_out,
-        "checkpoint": str(out / LAST),
-        "weights_sha256": weights_sha256(policy.state_dict()),
-        "progress": str(out / PROGRESS),
-        "config": str(out / CONFIG),
-        "sessions": {"train": len(data.train), "val": len(data.val), "skipped": data.skipped},
-        "skipped_while_training": progress["skipped"],
-        "advantage": advantage.stats if advantage is not None else None,
-        "intents": intents.stats if intents is not None else None,
-        "parameters": policy.parameter_count()["total"],
-        "device": str(device),
-        "threads": torch.get_num_threads(),
-        "seconds": time.monotonic() - started,
-    }
+    return run.finish(
+        {
+            **described,
+            "stopped": stop,
+            "steps": progress["step"],
+            "epochs_completed": progress["epochs_completed"],
+            "decisions_seen": progress["decisions_seen"],
+            "decisions_trained": progress["decisions_trained"],
+            "masked": progress["masked"],
+            "decisions_per_s": progress["decisions_seen"] / seconds if seconds else None,
+            "train": train_now,
+            "held_out": held_out,
+            "checkpoint": str(out / LAST),
+            "weights_sha256": weights_sha256(policy.state_dict()),
+            "progress": str(out / PROGRESS),
+            "config": str(out / CONFIG),
+            "sessions": {"train": len(data.train), "val": len(data.val), "skipped": data.skipped},
+            "skipped_while_training": progress["skipped"],
+            "advantage": advantage.stats if advantage is not None else None,
+            "intents": intents.stats if intents is not None else None,
+            "parameters": policy.parameter_count()["total"],
+            "device": str(device),
+            "threads": torch.get_num_threads(),
+            "seconds": run.seconds,
+        }
+    )

@@ -1,23 +1,32 @@
-"""What every training command's run shares: its folder (another run's refused, a resume's progress file
-read before anything is written), the device to train on, the optimizer, and Ctrl+C that stops after the
-current step (so the run saves) instead of killing it.
+"""What every training command's run shares, so that a trainer's own file holds only its data, model, loss
+and update: `TrainingRun`, the run skeleton (its folder, another run's refused and a resume's progress
+file read before anything is written; the config stored and compared on resume; config.json; TensorBoard
+and the progress bar; checkpoints written atomically; Ctrl+C that stops after the current step, so the
+run saves and resumes, instead of killing it; the summary JSON), the RNG states an exact resume restores,
+the device to train on and the optimizer.
 
 Try: .venv/bin/python -c "from hoi4_arena.training.run_control import device_of; print(device_of('auto'))"
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import random
 import signal
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+import numpy as np
 import torch
+from rich.progress import Progress, TaskID
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.terminal import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -95,3 +104,219 @@ def stop_on_interrupt(flag: dict[str, str | None]) -> Any:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def rng_states() -> dict[str, Any]:
+    """Every global random state a step may draw from (torch, CUDA, Python, numpy), as plain content for a
+    progress file: restored on resume, the run draws what an uninterrupted one would."""
+    state = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": random.getstate(),
+        "numpy": [state[0], state[1].tolist(), int(state[2]), int(state[3]), float(state[4])],
+    }
+
+
+def restore_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch"])
+    if states["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+    random.setstate(_as_tuples(states["python"]))
+    name, keys, pos, has_gauss, cached = states["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+
+
+def _as_tuples(value: Any) -> Any:
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, list | tuple) else value
+
+
+class Resumable(Protocol):
+    """A trainer's config: `resumed_with` gives the stored config with the changes a resume may make."""
+
+    def resumed_with(self, changes: dict[str, Any]) -> Any: ...
+
+
+PROGRESS = "progress.pt"
+LAST = "last.pt"
+CONFIG = "config.json"
+
+
+class TrainingRun:
+    """One training command's run folder, from the refusal of another run to the summary.
+
+    A trainer reads top to bottom around it:
+
+        run = TrainingRun(out, "train-x", (PROGRESS, LAST, CONFIG), read_progress, resume=resume)
+        if run.saved is not None:  # --resume: the stored config goes on, changed only where it may
+            config = run.resumed(StoredConfig.from_dict(...), changes, kept=("data", "out"))
+        device = run.use(config.threads, config.device)
+        ... data, model, optimizer (from run.saved on resume) ...
+        run.start({"train": config.to_dict(), ...}, write=save)   # OUT, config.json, TensorBoard
+        with run.loop() as bar:                                   # Ctrl+C -> run.stop, the progress bar
+            ... step ...; run.log(step, {"train/loss": loss}, task=task, description=...)
+            if run.save_due(config.save_every): run.save_progress()
+            run.checkpoint(f"epoch-{n:04d}.pt")                   # that file, last.pt, progress.pt
+            run.final_save(stopped_early)                          # progress.pt and last.pt
+        return run.finish(summary, report="report.json")
+
+    `write(path, full)` is the trainer's own checkpoint writer (atomic, e.g. models.checkpoint's
+    save_checkpoint): `full` for progress.pt (optimizer, RNG, data position: what an exact resume needs),
+    not for the weights-only files. Nothing is written before `start`: a refused resume, bad data or a
+    bad setting leaves OUT as it was."""
+
+    def __init__(
+        self,
+        out: Path | str,
+        command: str,
+        files: Sequence[str],
+        load: Callable[[Path], Any],
+        *,
+        resume: bool,
+        progress: str = PROGRESS,
+        last: str = LAST,
+        config: str = CONFIG,
+    ) -> None:
+        self.started = time.monotonic()
+        self.out = Path(out)
+        self.command = command
+        self.progress_path, self.last_path, self.config_path = (
+            self.out / progress,
+            self.out / last,
+            self.out / config,
+        )
+        self.saved = open_run(self.out, resume, command, files, load)
+        """The progress file's content on resume (read by `load`), else None."""
+        self.flag: dict[str, str | None] = {"stop": None}
+        self.writer: Any = None
+        self.bar: Progress | None = None
+        self._write: Callable[[Path, bool], Any] | None = None
+        self.last_save = time.monotonic()
+
+    # --- before anything is written ---
+
+    def resumed(self, stored: Resumable, changes: dict[str, Any] | None, kept: Sequence[str]) -> Any:
+        """The stored config of a resumed run with the settings the user gave (less `kept`: those it keeps
+        from the command line, such as its data and output folder); UserError for a change that would
+        compute something else (the config's `resumed_with` says which may change)."""
+        return stored.resumed_with(resumed_changes(changes, kept))
+
+    def use(self, threads: int | None, device: str | None = None) -> torch.device | None:
+        """torch's threads (when given) and the device to train on (None without `device`)."""
+        if threads:
+            torch.set_num_threads(threads)
+        return None if device is None else device_of(device)
+
+    # --- the folder ---
+
+    def start(
+        self, config: Mapping[str, Any], *, write: Callable[[Path, bool], Any], tensorboard: bool = True
+    ) -> None:
+        """Create OUT, write config.json (the settings, as the run computes with them) and open TensorBoard
+        (OUT/tb); `write(path, full)` writes one checkpoint file."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(json.dumps(config, indent=2) + "\n")
+        self._write = write
+        self.last_save = time.monotonic()
+        if tensorboard:
+            # torch's TensorBoard writer is slow to import: only a run that starts loads it.
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(self.out / "tb"))
+
+    @contextmanager
+    def loop(self, *contexts: Any) -> Iterator[Progress]:
+        """The training loop's span: `contexts` entered first (a data loader, games), then Ctrl+C asking
+        the loop to stop after the current step (`stop`), then the progress bar; TensorBoard closed after."""
+        try:
+            with ExitStack() as stack:
+                for context in contexts:
+                    stack.enter_context(context)
+                stack.enter_context(stop_on_interrupt(self.flag))
+                self.bar = stack.enter_context(progress_bar())
+                yield self.bar
+        finally:
+            self.bar = None
+            self.close()
+
+    @property
+    def stop(self) -> str | None:
+        """Why the loop should stop now: "interrupt" after Ctrl+C, or what `stop_with` said; else None."""
+        return self.flag["stop"]
+
+    def stop_with(self, reason: str) -> None:
+        self.flag["stop"] = reason
+
+    def minutes_over(self, minutes: float | None) -> bool:
+        """Whether a --max-minutes budget (None or 0: none) is spent, counted from the run's start."""
+        return bool(minutes) and time.monotonic() - self.started >= minutes * 60
+
+    def log(
+        self,
+        step: int,
+        scalars: Mapping[str, float | None],
+        *,
+        task: TaskID | None = None,
+        advance: float = 0,
+        description: str | None = None,
+    ) -> None:
+        """Scalars to TensorBoard at `step` (None values skipped); with `task`, the progress bar advanced
+        and its description set."""
+        if self.writer is not None:
+            for name, value in scalars.items():
+                if value is not None:
+                    self.writer.add_scalar(name, value, step)
+        if task is not None and self.bar is not None:
+            self.bar.update(task, advance=advance, description=description)
+
+    # --- checkpoints ---
+
+    def save_due(self, every: float) -> bool:
+        """Whether `every` seconds have passed since the last save of progress.pt."""
+        return time.monotonic() - self.last_save >= every
+
+    def save_progress(self) -> Path:
+        """progress.pt: everything an exact resume needs."""
+        path = self._save(self.progress_path, True)
+        self.last_save = time.monotonic()
+        return path
+
+    def checkpoint(self, name: str | None = None) -> None:
+        """The weights as OUT/`name` (an epoch's or an update's file) when given and as last.pt, then
+        progress.pt."""
+        if name is not None:
+            self._save(self.out / name, False)
+        self._save(self.last_path, False)
+        self.save_progress()
+
+    def final_save(self, needed: bool) -> None:
+        """At the loop's end: progress.pt and last.pt when `needed` (the run stopped between checkpoints)
+        or when no last.pt exists yet."""
+        if needed or not self.last_path.exists():
+            self.save_progress()
+            self._save(self.last_path, False)
+
+    def _save(self, path: Path, full: bool) -> Path:
+        if self._write is None:
+            raise RuntimeError("TrainingRun.start names the checkpoint writer before anything is saved")
+        return self._write(path, full)
+
+    # --- the end ---
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    @property
+    def seconds(self) -> float:
+        """Wall time since the run opened."""
+        return time.monotonic() - self.started
+
+    def finish(
+        self, summary: dict[str, Any], *, report: str | None = None, indent: int = 2
+    ) -> dict[str, Any]:
+        """The run's summary (what the command prints), written as OUT/`report` when named."""
+        self.close()
+        if report is not None:
+            (self.out / report).write_text(json.dumps(summary, indent=indent) + "\n")
+        return summary
