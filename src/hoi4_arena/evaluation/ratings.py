@@ -378,7 +378,7 @@ def plot_ratings(result: dict[str, Any], path: Path) -> Path:
     tables = result["tables"]
     height = max(len(t["players"]) for t in tables.values()) * 0.45 + 1.4
     figure = Figure(figsize=(4.2 * len(tables), height))
-    axes = figure.subplots(1, len(tables), squeeze=False)[0]
+    axes = figure.subplots(1, len(tables), squeeze=False, sharex=True)[0]  # suites on one scale
     for axis, (name, table) in zip(axes, tables.items(), strict=True):
         rows = table["players"][::-1]
         ys = np.arange(len(rows))
