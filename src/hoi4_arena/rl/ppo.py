@@ -15,7 +15,7 @@ One update is one rollout and the learning on it:
    binary cross-entropy. Advantages are normalised over the rollout's valid decisions.
 3. Windows: each slot's decisions are cut at game starts and every `window` decisions; a window starts
    from the memory stored in the rollout before its first decision (truncated BPTT over the window).
-4. For `epochs` passes, minibatches of `batch` windows in a seeded order:
+4. `ppo_update`: for `epochs` passes, minibatches of `batch` windows in a seeded order:
    - actor: PPO's clipped surrogate on the ratio exp(log p - log p_old) (the exact log-likelihood of
      the 8 sampled tokens), clipped to [1 - clip, 1 + clip], or with `clip_mode` adaptive (InfoPPO) to
      each decision's `adaptive_clip_bounds` of its stored entropy; plus with `bc_kl` the k2 term
@@ -32,8 +32,11 @@ One update is one rollout and the learning on it:
    adaptive clip its mean bounds, decisions/s of collection and of learning.
 6. Saves: OUT/last.pt and OUT/update-NNNN.pt (policy checkpoints that play-policy and evaluate load),
    OUT/progress.pt (with the optimizer and the engine's games under way) every `save_every` seconds and
-   at the end. `resume=True` replays the games under way and continues exactly: a run resumed after
-   update k gives the weights of the uninterrupted run (tests/rl/test_ppo.py).
+   at the end; Ctrl+C stops after the current update and saves (a second one interrupts at once). The
+   run's folder, config.json, TensorBoard, the progress bar and the saves are `TrainingRun`'s
+   (training/run_control.py), the same skeleton as every trainer's. `resume=True` replays the games
+   under way and continues exactly: a run resumed after update k gives the weights of the uninterrupted
+   run (tests/rl/test_ppo.py).
 
 Where the games run: `--workers` local processes (0: this one), their Ray actors (`--ray`), or one
 station (`--peer NAME`, `cluster/peer_games.py`): its one game at a time, started there with new_game
@@ -57,7 +60,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import logging
 import math
 import time
@@ -78,13 +80,9 @@ from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule, rung_starts
 from hoi4_arena.rl.rollout_game import RolloutSettings
 from hoi4_arena.screen.rewards import OUTCOME, TERMS
-from hoi4_arena.training.run_control import adam, open_run, resumed_changes
+from hoi4_arena.training.run_control import CONFIG, LAST, PROGRESS, TrainingRun, adam
 
 log = logging.getLogger(__name__)
-
-PROGRESS = "progress.pt"
-LAST = "last.pt"
-CONFIG = "config.json"
 
 
 def pact_value_loss(
@@ -182,6 +180,134 @@ def _batch(
     return obs, rollout.tokens[tt, nn], state, tt, nn, real
 
 
+def advantages_of(rollout: Rollout, config: PPOConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE's advantages of the weighted total reward (normalised over the valid decisions) and the value's
+    targets, GAE's returns over the outcome alone clamped to [0, 1]; both (T, N)."""
+    valid = torch.from_numpy(rollout.valid)
+    done = torch.from_numpy(rollout.done)
+    reward = torch.from_numpy(rollout.reward).float()
+    outcome = torch.from_numpy(rollout.terms[OUTCOME]).float()
+    # How long each decision takes on the discount's clock: one tick (None), or with InfoPPO's
+    # information clock the collecting policy's entropy there, in nats.
+    elapsed = rollout.entropy if config.clock == "information" else None
+    shared = (rollout.value, done, rollout.last_value)
+    discount = {"gamma": config.gamma, "lam": config.lam, "exponents": elapsed}
+    advantages, _ = gae(reward, *shared, **discount)  # the shaped reward steers the actor
+    _, value_target = gae(outcome, *shared, **discount)  # the value learns the outcome alone
+    value_target = value_target.clamp(0, 1)
+    counted = advantages[valid]
+    if counted.numel() > 1:
+        advantages = (advantages - counted.mean()) / (counted.std() + 1e-8)
+    return advantages, value_target
+
+
+def ppo_update(
+    policy: Policy,
+    reference: Policy | None,
+    optimizer: torch.optim.Optimizer,
+    rollout: Rollout,
+    advantages: torch.Tensor,
+    value_target: torch.Tensor,
+    config: PPOConfig,
+    update: int,
+) -> tuple[dict[str, float], int]:
+    """One update's learning on its rollout: `epochs` passes over the rollout's windows in minibatches of
+    `batch` in an order seeded by the seed, the update and the pass; per minibatch the actor's clipped
+    surrogate (with --bc-kl the pull toward `reference`, with --critic joint the value in the same loss)
+    and, with --critic pact, the value head's step on the replayed windows. Returns the sums of what the
+    steps did (over the counted decisions, "decisions" their number) and the optimizer steps taken."""
+    trained = [p for p in policy.parameters() if p.requires_grad]
+    valid = torch.from_numpy(rollout.valid)
+    windows = windows_of(rollout.fresh, config.window)
+    sums: dict[str, float] = {}
+    steps_taken = 0
+    for epoch in range(config.epochs):
+        order = torch.randperm(
+            len(windows),
+            generator=torch.Generator().manual_seed(config.seed * 1_000_003 + update * 101 + epoch),
+        ).tolist()
+        for i in range(0, len(order), config.batch):
+            picked = [windows[j] for j in order[i : i + config.batch]]
+            obs, tokens, state, tt, nn, real = _batch(rollout, picked, config.window)
+            mask = (real & valid[tt, nn]).float()
+            if mask.sum() == 0:
+                continue
+            count = mask.sum()
+            old_logp, adv, target = rollout.logp[tt, nn], advantages[tt, nn], value_target[tt, nn]
+
+            # actor (and, with --critic joint, the value in the same loss)
+            result = policy(obs, tokens, state, chunk=config.chunk or None)
+            log_ratio = (result.logp - old_logp).clamp(-20, 20)
+            ratio = log_ratio.exp()
+            if config.clip_mode == "adaptive":
+                low, high = adaptive_clip_bounds(rollout.entropy[tt, nn], *config.info_clip_widths)
+                clipped = (ratio.detach() < low) | (ratio.detach() > high)
+            else:
+                low, high = 1 - config.clip, 1 + config.clip
+                clipped = (ratio.detach() - 1).abs() > config.clip
+            surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(low, high))
+            loss = (surrogate * mask).sum() / count
+            if reference is not None:
+                with torch.no_grad():
+                    fresh = PolicyState(reference.initial_state(len(picked)).hidden, state.previous)
+                    ref_logp = reference(obs, tokens, fresh, chunk=None).logp
+                diff = result.logp - ref_logp
+                loss = loss + config.bc_kl * (0.5 * diff.pow(2) * mask).sum() / count
+                sums["kl_bc"] = sums.get("kl_bc", 0.0) + float((diff.detach() * mask).sum())
+            bce = F.binary_cross_entropy_with_logits(result.value_logit, target, reduction="none")
+            value_loss = (bce * mask).sum() / count
+            if config.critic == "joint":
+                loss = loss + config.value_coef * value_loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(trained, config.grad_clip)
+            optimizer.step()
+
+            # critic (PACT): the replayed windows through the updated actor, the value head alone
+            if config.critic == "pact":
+                seen: list[torch.Tensor] = []
+                # The memory's states (B, W, H) are the value head's input: taken with a hook, so
+                # the critic's step sees exactly what forward computed, without a second code path.
+                hook = policy.value.register_forward_hook(
+                    lambda _m, args, _o, seen=seen: seen.append(args[0])
+                )
+                try:
+                    with torch.no_grad():
+                        replayed = policy(obs, tokens, state, chunk=None)
+                finally:
+                    hook.remove()
+                _, logit = policy.value(seen[0])
+                value_loss = pact_value_loss(
+                    logit, target, replayed.logp, old_logp, mask, config.pact_max_ratio
+                )
+                optimizer.zero_grad(set_to_none=True)
+                value_loss.backward()
+                if config.grad_clip:
+                    torch.nn.utils.clip_grad_norm_(trained, config.grad_clip)
+                optimizer.step()
+
+            # what the step did
+            with torch.no_grad():
+                d = log_ratio.detach()
+                add = {
+                    "decisions": float(count),
+                    "policy_loss": float((surrogate.detach() * mask).sum()),
+                    "value_loss": float(value_loss.detach()) * float(count),
+                    "kl_old": float((((d.exp() - 1) - d) * mask).sum()),
+                    "clip_fraction": float((clipped.float() * mask).sum()),
+                    "entropy": float((-result.logp.detach() * mask).sum()),
+                    "value": float((result.value.detach() * mask).sum()),
+                }
+                if config.clip_mode == "adaptive":
+                    add["clip_low"] = float((low * mask).sum())
+                    add["clip_high"] = float((high * mask).sum())
+            for k, v in add.items():
+                sums[k] = sums.get(k, 0.0) + v
+            steps_taken += 1
+    return sums, steps_taken
+
+
 def _game_stats(finished: list[dict[str, Any]], weights: dict[str, float]) -> dict[str, float]:
     games = [g for g in finished if g.get("valid")]
     stats: dict[str, float] = {"games": float(len(games)), "invalid": float(len(finished) - len(games))}
@@ -213,16 +339,14 @@ def train_ppo(
     config: PPOConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Train (or resume) a PPO run; returns the summary the command prints."""
-    started = time.monotonic()
     out = Path(config.out)
 
     # --- settings and resume: everything is checked before anything is written ---
-    saved = open_run(out, resume, "train-ppo", (PROGRESS, LAST, CONFIG), _progress_file)
+    run = TrainingRun(out, "train-ppo", (PROGRESS, LAST, CONFIG), _progress_file, resume=resume)
+    saved = run.saved
     if saved is not None:
-        stored = PPOConfig.from_dict(saved.extra["ppo_config"])
-        config = stored.resumed_with(resumed_changes(changes, ("out",)))
-    if config.threads:
-        torch.set_num_threads(config.threads)
+        config = run.resumed(PPOConfig.from_dict(saved.extra["ppo_config"]), changes, ("out",))
+    run.use(config.threads)
 
     # --- the policy, its frozen start (for --bc-kl), the optimizer ---
     policy, identity = _start_policy(config)
@@ -273,15 +397,8 @@ def train_ppo(
     # --peer: the station held for the run; an unknown name, an unreachable station or one that cannot
     # start games is a UserError here, before OUT is written.
     station = open_station(config.peer, None if config.peers is None else Path(config.peers))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG).write_text(
-        json.dumps({"train": config.to_dict(), "policy": policy.config.to_dict(), **identity}, indent=2)
-        + "\n"
-    )
-    if league is not None and saved is None:
-        league.add(policy, 0, provenance)  # the start is the league's first member
 
-    def save(path: Path, *, with_progress: bool) -> Path:
+    def save(path: Path, with_progress: bool) -> Path:
         extra: dict[str, Any] = {
             "ppo_config": config.to_dict(),
             "update": progress["update"],
@@ -295,13 +412,10 @@ def train_ppo(
             path, policy, provenance=provenance, optimizer=optimizer if with_progress else None, extra=extra
         )
 
-    from torch.utils.tensorboard import SummaryWriter
-
-    from hoi4_arena.terminal import progress_bar
-
-    writer = SummaryWriter(str(out / "tb"))
+    run.start({"train": config.to_dict(), "policy": policy.config.to_dict(), **identity}, write=save)
+    if league is not None and saved is None:
+        league.add(policy, 0, provenance)  # the start is the league's first member
     stop = "updates"
-    last_save = time.monotonic()
     cluster = contextlib.nullcontext(None)
     if config.ray is not None:
         from hoi4_arena.play.ray_games import RayGames  # the scale-out layer, only with --ray
@@ -321,7 +435,7 @@ def train_ppo(
             ray=None if ray_games is None else ray_games.ray,
             station=peer_games,
         ) as engine,
-        progress_bar() as bar,
+        run.loop() as bar,
     ):
         if saved is not None:
             engine.restore(saved.extra["engine"])
@@ -337,113 +451,13 @@ def train_ppo(
             policy.eval()
             rollout = engine.collect(policy, config.steps)
 
-            # --- 2. advantages and the value's targets ---
-            valid = torch.from_numpy(rollout.valid)
-            done = torch.from_numpy(rollout.done)
-            reward = torch.from_numpy(rollout.reward).float()
-            outcome = torch.from_numpy(rollout.terms[OUTCOME]).float()
-            # How long each decision takes on the discount's clock: one tick (None), or with InfoPPO's
-            # information clock the collecting policy's entropy there, in nats.
-            elapsed = rollout.entropy if config.clock == "information" else None
-            shared = (rollout.value, done, rollout.last_value)
-            discount = {"gamma": config.gamma, "lam": config.lam, "exponents": elapsed}
-            advantages, _ = gae(reward, *shared, **discount)  # the shaped reward steers the actor
-            _, value_target = gae(outcome, *shared, **discount)  # the value learns the outcome alone
-            value_target = value_target.clamp(0, 1)
-            counted = advantages[valid]
-            if counted.numel() > 1:
-                advantages = (advantages - counted.mean()) / (counted.std() + 1e-8)
-
-            # --- 3. windows, 4. the learning ---
+            # --- 2. advantages and the value's targets, 3. windows, 4. the learning ---
+            advantages, value_target = advantages_of(rollout, config)
             policy.train()
             learn_tick = time.monotonic()
-            windows = windows_of(rollout.fresh, config.window)
-            sums: dict[str, float] = {}
-            steps_taken = 0
-            for epoch in range(config.epochs):
-                order = torch.randperm(
-                    len(windows),
-                    generator=torch.Generator().manual_seed(config.seed * 1_000_003 + update * 101 + epoch),
-                ).tolist()
-                for i in range(0, len(order), config.batch):
-                    picked = [windows[j] for j in order[i : i + config.batch]]
-                    obs, tokens, state, tt, nn, real = _batch(rollout, picked, config.window)
-                    mask = (real & valid[tt, nn]).float()
-                    if mask.sum() == 0:
-                        continue
-                    count = mask.sum()
-                    old_logp, adv, target = rollout.logp[tt, nn], advantages[tt, nn], value_target[tt, nn]
-
-                    # actor (and, with --critic joint, the value in the same loss)
-                    result = policy(obs, tokens, state, chunk=config.chunk or None)
-                    log_ratio = (result.logp - old_logp).clamp(-20, 20)
-                    ratio = log_ratio.exp()
-                    if config.clip_mode == "adaptive":
-                        low, high = adaptive_clip_bounds(rollout.entropy[tt, nn], *config.info_clip_widths)
-                        clipped = (ratio.detach() < low) | (ratio.detach() > high)
-                    else:
-                        low, high = 1 - config.clip, 1 + config.clip
-                        clipped = (ratio.detach() - 1).abs() > config.clip
-                    surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(low, high))
-                    loss = (surrogate * mask).sum() / count
-                    if reference is not None:
-                        with torch.no_grad():
-                            fresh = PolicyState(reference.initial_state(len(picked)).hidden, state.previous)
-                            ref_logp = reference(obs, tokens, fresh, chunk=None).logp
-                        diff = result.logp - ref_logp
-                        loss = loss + config.bc_kl * (0.5 * diff.pow(2) * mask).sum() / count
-                        sums["kl_bc"] = sums.get("kl_bc", 0.0) + float((diff.detach() * mask).sum())
-                    bce = F.binary_cross_entropy_with_logits(result.value_logit, target, reduction="none")
-                    value_loss = (bce * mask).sum() / count
-                    if config.critic == "joint":
-                        loss = loss + config.value_coef * value_loss
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if config.grad_clip:
-                        torch.nn.utils.clip_grad_norm_(trained, config.grad_clip)
-                    optimizer.step()
-
-                    # critic (PACT): the replayed windows through the updated actor, the value head alone
-                    if config.critic == "pact":
-                        seen: list[torch.Tensor] = []
-                        # The memory's states (B, W, H) are the value head's input: taken with a hook, so
-                        # the critic's step sees exactly what forward computed, without a second code path.
-                        hook = policy.value.register_forward_hook(
-                            lambda _m, args, _o, seen=seen: seen.append(args[0])
-                        )
-                        try:
-                            with torch.no_grad():
-                                replayed = policy(obs, tokens, state, chunk=None)
-                        finally:
-                            hook.remove()
-                        _, logit = policy.value(seen[0])
-                        value_loss = pact_value_loss(
-                            logit, target, replayed.logp, old_logp, mask, config.pact_max_ratio
-                        )
-                        optimizer.zero_grad(set_to_none=True)
-                        value_loss.backward()
-                        if config.grad_clip:
-                            torch.nn.utils.clip_grad_norm_(trained, config.grad_clip)
-                        optimizer.step()
-
-                    # what the step did
-                    with torch.no_grad():
-                        d = log_ratio.detach()
-                        add = {
-                            "decisions": float(count),
-                            "policy_loss": float((surrogate.detach() * mask).sum()),
-                            "value_loss": float(value_loss.detach()) * float(count),
-                            "kl_old": float((((d.exp() - 1) - d) * mask).sum()),
-                            "clip_fraction": float((clipped.float() * mask).sum()),
-                            "entropy": float((-result.logp.detach() * mask).sum()),
-                            "value": float((result.value.detach() * mask).sum()),
-                        }
-                        if config.clip_mode == "adaptive":
-                            add["clip_low"] = float((low * mask).sum())
-                            add["clip_high"] = float((high * mask).sum())
-                    for k, v in add.items():
-                        sums[k] = sums.get(k, 0.0) + v
-                    steps_taken += 1
+            sums, steps_taken = ppo_update(
+                policy, reference, optimizer, rollout, advantages, value_target, config, update
+            )
             learn_seconds = time.monotonic() - learn_tick
 
             # --- 5. logs ---
@@ -459,18 +473,21 @@ def train_ppo(
             )
             metrics["optimizer_steps"] = steps_taken
             metrics["valid_decisions"] = float(rollout.valid.mean())
+            valid = torch.from_numpy(rollout.valid)
             metrics["entropy_rollout"] = float(rollout.entropy[valid].mean()) if rollout.valid.any() else 0.0
             progress["update"] = update + 1
             progress["decisions"] += rollout.decisions
             progress["games"] += len(rollout.finished)
             progress["seconds"] += time.monotonic() - tick
             progress["history"].append({"update": update + 1, **metrics})
-            for k, v in metrics.items():
-                writer.add_scalar(k if "/" in k else f"train/{k}", v, update + 1)
-            writer.add_scalar("rollout/invalid_workers_replaced", engine.replaced, update + 1)
             win = games.get("win_rate")
-            bar.update(
-                task,
+            run.log(
+                update + 1,
+                {
+                    **{k if "/" in k else f"train/{k}": v for k, v in metrics.items()},
+                    "rollout/invalid_workers_replaced": engine.replaced,
+                },
+                task=task,
                 advance=1,
                 description=f"train-ppo: update {update + 1}/{config.updates}"
                 + (f" win {win:.2f}" if win is not None else "")
@@ -480,35 +497,34 @@ def train_ppo(
             # --- 6. the league's next snapshot, saves, the guard ---
             if league is not None and league.due(update + 1):
                 league.add(policy, update + 1, provenance)
-            guard = config.max_minutes and time.monotonic() - started >= config.max_minutes * 60
-            last = update + 1 == config.updates or guard
-            if last or time.monotonic() - last_save >= config.save_every:
-                save(out / f"update-{update + 1:04d}.pt", with_progress=False)
-                save(out / LAST, with_progress=False)
-                save(out / PROGRESS, with_progress=True)
-                last_save = time.monotonic()
+            guard = run.minutes_over(config.max_minutes)
+            last = update + 1 == config.updates or guard or run.stop is not None
+            if last or run.save_due(config.save_every):
+                run.checkpoint(f"update-{update + 1:04d}.pt")
             if guard:
                 stop = "max_minutes"
                 break
-        if progress["update"] == 0 or not (out / LAST).exists():
-            save(out / LAST, with_progress=False)
-            save(out / PROGRESS, with_progress=True)
-    writer.close()
+            if run.stop:  # Ctrl+C: saved above, resumable
+                stop = run.stop
+                break
+        run.final_save(progress["update"] == 0)
     history = progress["history"]
-    return {
-        "stopped": stop,
-        "updates": progress["update"],
-        "decisions": progress["decisions"],
-        "games_finished": progress["games"],
-        "last": history[-1] if history else None,
-        "first": history[0] if history else None,
-        "checkpoint": str(out / LAST),
-        "progress": str(out / PROGRESS),
-        "weights_sha256": weights_sha256(policy.state_dict()),
-        "workers_replaced": engine.replaced,
-        "peer": None if peer_games is None else {"name": peer_games.name, "games": peer_games.games},
-        "opponent": config.opponent,
-        "league": league.state()["snapshots"] if league is not None else None,
-        "threads": torch.get_num_threads(),
-        "seconds": time.monotonic() - started,
-    }
+    return run.finish(
+        {
+            "stopped": stop,
+            "updates": progress["update"],
+            "decisions": progress["decisions"],
+            "games_finished": progress["games"],
+            "last": history[-1] if history else None,
+            "first": history[0] if history else None,
+            "checkpoint": str(out / LAST),
+            "progress": str(out / PROGRESS),
+            "weights_sha256": weights_sha256(policy.state_dict()),
+            "workers_replaced": engine.replaced,
+            "peer": None if peer_games is None else {"name": peer_games.name, "games": peer_games.games},
+            "opponent": config.opponent,
+            "league": league.state()["snapshots"] if league is not None else None,
+            "threads": torch.get_num_threads(),
+            "seconds": run.seconds,
+        }
+    )
