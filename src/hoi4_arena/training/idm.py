@@ -33,7 +33,6 @@ Try: hoi4-arena train-idm runs/ out/idm --epochs 2 && hoi4-arena label out/idm/l
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -52,13 +51,10 @@ from hoi4_arena.models.policy import Observation
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE, WHEEL_DOWN, WHEEL_UP, in_order
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.idm_config import LabelConfig, TrainIDMConfig
-from hoi4_arena.training.run_control import adam, device_of, open_run, resumed_changes, stop_on_interrupt
+from hoi4_arena.training.run_control import CONFIG, LAST, PROGRESS, TrainingRun, adam, device_of
 
 log = logging.getLogger(__name__)
 
-PROGRESS = "progress.pt"
-LAST = "last.pt"
-CONFIG = "config.json"
 REPORT = "report.json"
 KIND_GROUPS = ("none", "move", "button", "wheel", "key")
 BUTTON_FIRST, BUTTON_LAST = min(BUTTON_KINDS.values()), max(BUTTON_KINDS.values())
@@ -239,15 +235,12 @@ def train_idm(
     config: TrainIDMConfig, *, resume: bool = False, changes: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Train (or resume) an IDM; returns the summary the command prints."""
-    started = time.monotonic()
     out = Path(config.out)
-    saved = open_run(out, resume, "train-idm", (PROGRESS, LAST, CONFIG), _progress_file)
+    run = TrainingRun(out, "train-idm", (PROGRESS, LAST, CONFIG), _progress_file, resume=resume)
+    saved = run.saved
     if saved is not None:
-        stored = TrainIDMConfig.from_dict(saved.extra["train_config"])
-        config = stored.resumed_with(resumed_changes(changes, ("data", "out")))
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    device = device_of(config.device)
+        config = run.resumed(TrainIDMConfig.from_dict(saved.extra["train_config"]), changes, ("data", "out"))
+    device = run.use(config.threads, config.device)
     idm_config = config.idm_config
 
     # --- data ---
@@ -281,12 +274,8 @@ def train_idm(
     if saved is not None:
         optimizer.load_state_dict(saved.optimizer)
         progress.update({k: saved.extra[k] for k in progress})
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG).write_text(
-        json.dumps({"train": config.to_dict(), "idm": idm_config.to_dict()}, indent=2) + "\n"
-    )
 
-    def save(path: Path, *, with_optimizer: bool) -> Path:
+    def save(path: Path, with_optimizer: bool) -> Path:
         extra = {"train_config": config.to_dict(), "data": described, **progress}
         return save_idm(
             path,
@@ -296,13 +285,10 @@ def train_idm(
             extra=extra,
         )
 
-    from torch.utils.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(str(out / "tb"))
-    flag: dict[str, str | None] = {"stop": None}
+    run.start({"train": config.to_dict(), "idm": idm_config.to_dict()}, write=save)
     held_out = progress["history"][-1]["held_out"] if progress["history"] else None
     stop = None
-    with stop_on_interrupt(flag), progress_bar() as bar:
+    with run.loop() as bar:
         for epoch in range(progress["epoch"], config.epochs):
             order = np.random.default_rng([config.seed, epoch]).permutation(len(items))
             step = max(config.batch // idm_config.decisions, 1)  # --batch counts decisions
@@ -328,17 +314,16 @@ def train_idm(
                 now = time.monotonic()
                 progress["train_seconds"] += now - tick
                 tick = now
-                writer.add_scalar("train/loss", loss.item(), progress["step"])
-                writer.add_scalar(
-                    "train/kind_accuracy",
-                    float((scores.kind_pred == tokens[..., 0])[trainable].float().mean()),
+                right = (scores.kind_pred == tokens[..., 0])[trainable]
+                run.log(
                     progress["step"],
+                    {"train/loss": loss.item(), "train/kind_accuracy": float(right.float().mean())},
+                    task=task,
+                    advance=1,
+                    description=f"epoch {epoch + 1}/{config.epochs} loss {loss.item():.3f}",
                 )
-                bar.update(
-                    task, advance=1, description=f"epoch {epoch + 1}/{config.epochs} loss {loss.item():.3f}"
-                )
-                if flag["stop"]:
-                    stop = flag["stop"]
+                if run.stop:
+                    stop = run.stop
                 elif config.max_steps and progress["step"] >= config.max_steps:
                     stop = "max_steps"
                 if stop:
@@ -350,23 +335,23 @@ def train_idm(
             progress["history"].append(
                 {"epoch": epoch + 1, "step": progress["step"], "loss": loss.item(), "held_out": held_out}
             )
-            for name, value in (held_out or {}).items():
-                if isinstance(value, int | float) and value is not None:
-                    writer.add_scalar(f"held_out/{name}", value, progress["step"])
-            for name, value in ((held_out or {}).get("kind_accuracy_by_kind") or {}).items():
-                if value is not None:
-                    writer.add_scalar(f"held_out/kind_accuracy_{name}", value, progress["step"])
+            held = held_out or {}
+            run.log(
+                progress["step"],
+                {
+                    **{f"held_out/{k}": v for k, v in held.items() if isinstance(v, int | float)},
+                    **{
+                        f"held_out/kind_accuracy_{k}": v
+                        for k, v in (held.get("kind_accuracy_by_kind") or {}).items()
+                    },
+                },
+            )
             progress["epoch"], progress["position"] = epoch + 1, 0
-            save(out / f"epoch-{epoch + 1:04d}.pt", with_optimizer=False)
-            save(out / LAST, with_optimizer=False)
-            save(out / PROGRESS, with_optimizer=True)
+            run.checkpoint(f"epoch-{epoch + 1:04d}.pt")
             if stop:
                 break
         stop = stop or "epochs"
-        if stop != "epochs" or not (out / LAST).exists():
-            save(out / PROGRESS, with_optimizer=True)
-            save(out / LAST, with_optimizer=False)
-    writer.close()
+        run.final_save(stop != "epochs")
     summary = {
         "stopped": stop,
         "steps": progress["step"],
@@ -380,10 +365,9 @@ def train_idm(
         "window": {"behind": idm_config.behind, "ahead": idm_config.ahead, "sequence": idm_config.sequence},
         "parameters": sum(p.numel() for p in model.parameters()),
         "device": str(device),
-        "seconds": time.monotonic() - started,
+        "seconds": run.seconds,
     }
-    (out / REPORT).write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    return run.finish(summary, report=REPORT)
 
 
 # --- labelling -------------------------------------------------------------------------------------
