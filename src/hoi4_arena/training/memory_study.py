@@ -37,9 +37,7 @@ Try: hoi4-arena train-memory /tmp/features /tmp/memory-gru --memory gru --steps 
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +59,9 @@ from hoi4_arena.models.memory_cells import (
 )
 from hoi4_arena.models.policy import POINTER_DIM, PREVIOUS_DIM, SPEED_DIM, TOKEN_DIM
 from hoi4_arena.models.token_embedding import LatticeEmbedding, TokenEmbedding
-from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.features import CachedSession, FeatureCache, open_cache
 from hoi4_arena.training.research_config import MemoryStudyConfig
-from hoi4_arena.training.run_control import adam, device_of, open_run, stop_on_interrupt
+from hoi4_arena.training.run_control import TrainingRun, adam
 
 PROGRESS = "progress.pt"
 MODEL = "memory.pt"
@@ -407,9 +404,9 @@ def train_memory(
     With `resume` the run goes on with its stored settings; `changes` are the settings the user gave (the
     command line's typed options; None: every field of `config`), and any that would change what the run
     computes are refused. `stop_after` stops cleanly after that many steps in all, as Ctrl+C does (tests)."""
-    started = time.monotonic()
     out = Path(config.out)
-    saved = open_run(out, resume, "train-memory", (PROGRESS, MODEL, REPORT, CONFIG), _progress_file)
+    run = TrainingRun(out, "train-memory", (PROGRESS, MODEL, REPORT, CONFIG), _progress_file, resume=resume)
+    saved = run.saved
     if saved is not None:
         stored = saved["config"]
         given = config.to_dict() if changes is None else changes
@@ -420,9 +417,7 @@ def train_memory(
                 f"--resume continues the stored run; these settings differ from it: {', '.join(changed)}"
             )
         config = MemoryStudyConfig.from_dict({**stored, **{k: getattr(config, k) for k in kept}})
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    device = device_of(config.device)
+    device = run.use(config.threads, config.device)
 
     # --- the cache and the held-out games ---
     cache = open_cache(config.features, config.checkpoint)
@@ -453,10 +448,7 @@ def train_memory(
         carried = tuple(s.to(device) for s in saved["carried"])
         losses = list(saved["losses"])
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-
-    def save_progress() -> None:
+    def save_progress(path: Path, full: bool) -> None:
         content = {
             "format": FORMAT,
             "config": config.to_dict(),
@@ -467,16 +459,17 @@ def train_memory(
             "carried": [s.detach().cpu() for s in carried],
             "losses": losses,
         }
-        temporary = out / (PROGRESS + ".partial")
+        temporary = path.with_name(path.name + ".partial")
         torch.save(content, temporary)
-        temporary.replace(out / PROGRESS)
+        temporary.replace(path)
+
+    run.start(config.to_dict(), write=save_progress, tensorboard=False)
 
     # --- the loop ---
-    flag: dict[str, str | None] = {"stop": None}
     model.train()
-    with stop_on_interrupt(flag), progress_bar() as bar:
+    with run.loop() as bar:
         task = bar.add_task(f"train-memory {config.memory}", total=config.steps, completed=progress["step"])
-        while progress["step"] < config.steps and not flag["stop"]:
+        while progress["step"] < config.steps and not run.stop:
             lanes = [tuple(lane) for lane in progress["lanes"]]
             chunk = gather(sessions, lanes, n, w, device)
             start = carried if config.carry else model.memory.initial(b, device)
@@ -505,11 +498,11 @@ def train_memory(
             losses.append(loss.item())
             bar.update(task, advance=1, description=f"train-memory {config.memory} loss {losses[-1]:.3f}")
             if stop_after is not None and progress["step"] >= stop_after:
-                flag["stop"] = "stop_after"
-            if progress["step"] % config.save_every == 0 or flag["stop"]:
-                save_progress()
-        if flag["stop"]:
-            return {"stopped": flag["stop"], "steps": progress["step"], "progress": str(out / PROGRESS)}
+                run.stop_with("stop_after")
+            if progress["step"] % config.save_every == 0 or run.stop:
+                run.save_progress()
+        if run.stop:
+            return {"stopped": run.stop, "steps": progress["step"], "progress": str(out / PROGRESS)}
 
         # --- held-out report and probes ---
         bar.update(task, description=f"train-memory {config.memory}: held-out games and probes")
@@ -529,7 +522,7 @@ def train_memory(
         },
         out / MODEL,
     )
-    save_progress()
+    run.save_progress()
     tail = losses[-min(len(losses), 20) :]
     report = {
         "memory": config.memory,
@@ -560,8 +553,7 @@ def train_memory(
         "features": str(cache.path),
         "encoder_sha256": cache.encoder_sha256,
         "model": str(out / MODEL),
-        "seconds": time.monotonic() - started,
+        "seconds": run.seconds,
         "threads": torch.get_num_threads(),
     }
-    (out / REPORT).write_text(json.dumps(report, indent=2) + "\n")
-    return report
+    return run.finish(report, report=REPORT)
