@@ -129,7 +129,9 @@ def record_loop(first_seed: int, count: int, size, out: Path) -> tuple[dict, dic
     timers.wrap(ScriptedPlayer, "decide", "player: decide (templates, map)")
     timers.wrap(Recorder, "step", "recorder: step (frame, log, encoder queue)")
     timers.wrap(game, "start_match", "harness start")
-    config = RecordAIConfig(out=out, games=count, arena="all", seed=first_seed, size=size, progress=False)
+    # all:0-N: each pair on the map of its game seed, as record-ai played `all` when this was written.
+    arena = f"all:0-{first_seed + count}"
+    config = RecordAIConfig(out=out, games=count, arena=arena, seed=first_seed, size=size, progress=False)
     start = time.perf_counter()
     try:
         summary = run_record_ai(config)

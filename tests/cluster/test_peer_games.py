@@ -230,7 +230,8 @@ def test_play_policy_and_record_ai_on_a_station_write_what_the_local_run_writes(
     settings = [json.loads((tmp_path / out / "play.json").read_text()) for out in ("local", "peer")]
     assert settings[0] == settings[1]  # where the games ran is not a setting: either resumes the run
     # record-ai: the scripted player (it reads the station's pointer sprite too), one game.
-    record = dict(games=1, arena="plains", seed=3, max_days=3, after_end_s=0.4, progress=False)
+    # A range: the station is asked for the game's map by name (plains:3, maps/specs.py).
+    record = dict(games=1, arena="plains:0-999", seed=3, max_days=3, after_end_s=0.4, progress=False)
     run_record_ai(RecordAIConfig(out=tmp_path / "ai-local", **record))
     run_record_ai(RecordAIConfig(out=tmp_path / "ai-peer", peer="st", peers=peers, **record))
     assert _rows(tmp_path / "ai-peer") == _rows(tmp_path / "ai-local")

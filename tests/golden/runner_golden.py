@@ -107,6 +107,9 @@ def fingerprints(work: Path) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     common = {"size": SIZE, "codec": "ffv1", "progress": False}
+    # record-ai's bare preset played the game seed's map when these were written; a bare preset is now its
+    # map of seed 0 in every command (maps/specs.py), and this range spells the old games exactly.
+    game_seed_maps = {"arena": "plains:0-999"}
     checkpoint = _tiny_checkpoint(work)
     cases: dict[str, Any] = {}
     run_play_policy(
@@ -124,7 +127,15 @@ def fingerprints(work: Path) -> dict[str, Any]:
     )
     cases["play-policy max-decisions"] = _rows(work / "cut")
     run_record_ai(
-        RecordAIConfig(out=work / "scripted", player="scripted", games=2, seed=11, max_days=12, **common)
+        RecordAIConfig(
+            out=work / "scripted",
+            player="scripted",
+            games=2,
+            seed=11,
+            max_days=12,
+            **game_seed_maps,
+            **common,
+        )
     )
     cases["record-ai scripted"] = _rows(work / "scripted")
     run_record_ai(
@@ -136,11 +147,14 @@ def fingerprints(work: Path) -> dict[str, Any]:
             max_days=5,
             hz=10,
             speeds=(4,),
+            **game_seed_maps,
             **common,
         )
     )
     cases["record-ai scripted 10 Hz speed 4"] = _rows(work / "scripted10")
-    run_record_ai(RecordAIConfig(out=work / "ai", player="ai", games=1, seed=4, max_days=5, **common))
+    run_record_ai(
+        RecordAIConfig(out=work / "ai", player="ai", games=1, seed=4, max_days=5, **game_seed_maps, **common)
+    )
     cases["record-ai ai"] = _rows(work / "ai")
     run_record_ai(
         RecordAIConfig(
@@ -151,6 +165,7 @@ def fingerprints(work: Path) -> dict[str, Any]:
             max_days=6,
             first=str(checkpoint),
             handover=(5, 10),
+            **game_seed_maps,
             **common,
         )
     )

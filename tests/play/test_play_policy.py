@@ -71,6 +71,23 @@ def test_a_checkpoint_plays_two_games_recorded_as_sessions_with_results_win_rate
     assert table["ckpt/tiny"]["overall"]["all"]["draws"] == 2
 
 
+def test_a_range_s_games_name_the_map_each_played(tmp_path: Path) -> None:
+    """Rows name a range's games by the preset and the map in `map`; the manifest keeps the map for training's
+    guard; a bare preset's rows stay as they were (its map is seed 0, maps/specs.py)."""
+    out = tmp_path / "run"
+    run_play_policy(config("random", out, games=4, seed=6, max_days=1, arena="ford:0-4,plains"))
+    rows = rows_of(out)
+    assert [(r["arena"], r.get("map"), r["seed"], r["side"]) for r in rows] == [
+        ("ford", "ford:1", 6, "BLU"),  # 0 + 6 mod 5
+        ("ford", "ford:1", 6, "RED"),
+        ("plains", None, 7, "BLU"),
+        ("plains", None, 7, "RED"),
+    ]
+    maps = [SessionReader(out / r["session"]).manifest.extra["play"]["map"] for r in rows]
+    assert maps == ["ford:1", "ford:1", "plains:0", "plains:0"]
+    assert json.loads((out / "play.json").read_text())["settings"]["arena_spec"] == "ford:0-4,plains:0"
+
+
 def test_the_same_seed_plays_the_same_games_byte_for_byte(tiny_checkpoint: Path, tmp_path: Path) -> None:
     def play(name: str, **settings) -> tuple[list[dict], list[bytes]]:
         out = tmp_path / name
@@ -223,6 +240,9 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
         (dict(temperature=-1.0), "--temperature"),
         (dict(size=(360, 360)), "16:9"),
         (dict(arena="moon"), "moon"),
+        (dict(arena="plains:5-2"), "runs backwards"),
+        (dict(arena="plains,plains:a-b"), "a range of them A-B"),
+        (dict(arena="plains:-3"), "a range of them A-B"),
         (dict(point=True), "random policy only samples"),
         (dict(reset_memory=8), "random policy only samples"),
         (dict(reset_memory=-1), "--reset-memory"),
@@ -273,7 +293,11 @@ def test_a_bad_checkpoint_is_a_message_and_exit_2(
         ["random", str(tmp_path / "c"), "--games", "1", "--size", "big"], monkeypatch, capsys
     )
     assert code == 2 and "--size" in err
-    assert not any((tmp_path / name).exists() for name in "abc")
+    code, err, _ = run_main(
+        ["random", str(tmp_path / "d"), "--games", "1", "--arena", "plains:9-1"], monkeypatch, capsys
+    )
+    assert code == 2 and "map 'plains:9-1'" in err and "Traceback" not in err
+    assert not any((tmp_path / name).exists() for name in "abcd")
 
 
 def test_the_same_weights_name_their_sessions_the_same_whatever_the_files_provenance(

@@ -20,7 +20,11 @@ from hoi4_arena.sessions.reader import SessionReader
 
 
 def config(out: Path, **changes) -> RecordAIConfig:
-    settings = dict(out=out, games=2, arena="all", seed=20, max_days=15, after_end_s=1.0, progress=False)
+    # all:0-999: the seven presets in turn, each pair on the map of its game seed (plains:20 first), the games
+    # these tests were written on (before the one rule, a bare preset meant that here).
+    settings = dict(
+        out=out, games=2, arena="all:0-999", seed=20, max_days=15, after_end_s=1.0, progress=False
+    )
     return RecordAIConfig(**{**settings, **changes})
 
 
@@ -57,6 +61,38 @@ def test_two_scripted_games_are_recorded_as_sessions_with_rows_win_rate_reads(tm
         assert tokens["uncovered_inputs"] == 0
     summary, table = win_rate([out / "results.jsonl"], None)
     assert summary["scripted"]["overall"]["all"]["games"] == 2 and "scripted vs ai" in table
+
+
+def test_a_range_gives_each_pair_a_map_that_rows_and_manifests_name(tmp_path: Path) -> None:
+    """Pair k plays entry k mod n at map seed A + (game seed - A) mod (B - A + 1) (maps/specs.py); a bare
+    preset is its map of seed 0, as in every command."""
+    out = tmp_path / "range"
+    arena = "plains:10-11,ford:0-999,bay"
+    run_record_ai(config(out, games=6, arena=arena, seed=5, max_days=3, after_end_s=0.0))
+    rows = rows_of(out)
+    played = [(r["arena"], r["map"], r["seed"], r["side"]) for r in rows]
+    assert played == [
+        ("plains", "plains:11", 5, "BLU"),  # 10 + (5 - 10) mod 2: the game seed wrapped into 10..11
+        ("plains", "plains:11", 5, "RED"),  # the pair's other side: the same map
+        ("ford", "ford:6", 6, "BLU"),  # the pair's game seed, inside the range
+        ("ford", "ford:6", 6, "RED"),
+        ("bay", "bay:0", 7, "BLU"),  # a bare preset: its map of seed 0
+        ("bay", "bay:0", 7, "RED"),
+    ]
+    for row in rows:
+        manifest = json.loads((out / row["session"] / "manifest.json").read_text())
+        assert manifest["extra"]["record_ai"]["map"] == row["map"] and manifest["arena"] == row["arena"]
+    settings = json.loads((out / "record-ai.json").read_text())["settings"]
+    assert settings["arena"] == arena and settings["bare_map_seed"] == 0
+    # A run recorded when a bare preset meant the game seed's map lacks bare_map_seed: refused, not resumed
+    # on other maps.
+    old = tmp_path / "old"
+    run_record_ai(config(old, games=1, arena="bay", seed=7, max_days=1, after_end_s=0.0, record=False))
+    stored = json.loads((old / "record-ai.json").read_text())
+    del stored["settings"]["bare_map_seed"]
+    (old / "record-ai.json").write_text(json.dumps(stored))
+    with pytest.raises(UserError, match="other settings.*bare_map_seed"):
+        run_record_ai(config(old, games=2, arena="bay", seed=7, max_days=1, after_end_s=0.0, record=False))
 
 
 def test_the_same_settings_record_the_same_games(tmp_path: Path) -> None:
@@ -121,7 +157,10 @@ def test_an_ai_game_is_recorded_with_the_spectator_s_clicks(tmp_path: Path) -> N
         ({"game": "x11", "player": "ai"}, "headless only"),
         ({"size": (720, 1280)}, "sim_calibration --size 1280x720"),
         ({"arena": "atlantis"}, "atlantis"),
-        ({"arena": "plains,river:x"}, "the seed after ':' must be a whole number"),
+        ({"arena": "plains,river:x"}, "after 'river:' comes a map seed"),
+        ({"arena": "plains:5-2"}, "runs backwards"),
+        ({"arena": "plains:a-b"}, "a range of them A-B"),
+        ({"arena": "plains:-3"}, "a range of them A-B"),
         ({"arena": "plains,"}, "one or more maps"),
     ],
 )
@@ -160,6 +199,12 @@ def test_the_command_records_and_refuses_bad_input(tmp_path: Path, monkeypatch, 
     assert code == 2 and "--speeds" in err and "Traceback" not in err
     code, _, err = run_main(["record-ai", str(tmp_path / "c")], monkeypatch, capsys)
     assert code == 2 and "give --minutes" in err
+    for arena in ("plains:5-2", "plains:a-b", "plains:-3"):
+        code, out_text, err = run_main(
+            ["record-ai", str(tmp_path / "d"), "--games", "1", "--arena", arena], monkeypatch, capsys
+        )
+        assert code == 2 and f"map '{arena}'" in err and "Traceback" not in err and not out_text, err
+    assert not (tmp_path / "d").exists()
 
 
 def test_the_calibration_commands_write_rules_and_refuse_bad_input(

@@ -1,4 +1,5 @@
-"""The one game runner: a crashed game is kept invalid and the run goes on, the capture is shared, sizes."""
+"""The one game runner: a crashed game is kept invalid and the run goes on, the capture is shared, sizes, and
+the one rule every command plans its maps by (maps/specs.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from hoi4_arena.errors import UserError
 from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
 from hoi4_arena.play.random_policy import RandomPolicy
-from hoi4_arena.play.runner import check_size, side_swapped
+from hoi4_arena.play.record_ai import RecordAIConfig
+from hoi4_arena.play.runner import check_size, map_list, side_swapped
 from hoi4_arena.screen.game import GameSettings, TokenPlayer, play_game
 from hoi4_arena.screen.shared_capture import SharedCapture, covers
 from hoi4_arena.screen.sim_worker import SimWorker
@@ -92,3 +94,52 @@ def test_screens_that_are_not_16_9_or_out_of_range_are_refused(size) -> None:
     with pytest.raises(UserError, match="16:9"):
         check_size(size)
     check_size((540, 960))
+
+
+@pytest.mark.parametrize(
+    ("arena", "pairs"),
+    [
+        ("plains", ["plains:0"] * 4),  # a bare preset is its map of seed 0, whatever the game seed
+        ("plains:0-999,passes:0-999", ["plains:3", "passes:4", "plains:5", "passes:6"]),
+        ("bay:4-5,river:9,ford", ["bay:5", "river:9", "ford:0", "bay:4"]),  # 4 + (6 - 4) mod 2
+        ("all:0-1", ["plains:1", "river:0", "passes:1", "marsh:0"]),
+    ],
+)
+def test_every_command_plans_the_same_maps_from_one_arena(
+    tmp_path: Path, arena: str, pairs: list[str]
+) -> None:
+    """record-ai, play-policy, evaluate (both players) and collect-pair read --arena by the one rule; the
+    two games of a pair play the same map; nothing is played."""
+    from hoi4_arena.play.evaluate import EvaluateConfig
+    from hoi4_arena.play.pair_config import PairConfig, plan_game
+
+    games = 2 * len(pairs)
+    record = RecordAIConfig(out=tmp_path / "r", games=games, arena=arena, seed=3)
+    play = PlayConfig(checkpoint="random", out=tmp_path / "p", games=games, arena=arena, seed=3)
+    maps = [record.plan(i).spec for i in range(games)]
+    assert maps == [spec for spec in pairs for _ in range(2)]
+    assert maps == [play.game_map(i)[1] for i in range(games)]
+    assert [record.plan(i).arena for i in range(games)] == [play.game_map(i)[0].name for i in range(games)]
+    evaluate = EvaluateConfig(
+        a="random", b="scripted", out=tmp_path / "e", pairs=len(pairs), arena=arena, seed=3
+    )
+    a, b = evaluate.configs
+    assert [a.game_map(i)[1] for i in range(games)] == [b.plan(i).spec for i in range(games)] == maps
+    pair = PairConfig.from_dict(
+        {
+            "pair_id": "t",
+            "players": [{"player": "random", "side": "BLU"}, {"player": "scripted", "side": "RED"}],
+            "schedule": {"arenas": arena.split(",")},
+        }
+    )
+    specs = [plan_game(pair, i).spec for i in range(games)]
+    assert specs[0::2] == specs[1::2]  # collect-pair's seeds are salted: a range draws other maps, same rule
+    if arena == "plains":
+        assert specs == maps and map_list(arena) == ["plains:0"]
+
+
+def test_a_map_played_on_one_side_per_game_takes_the_entries_game_by_game(tmp_path: Path) -> None:
+    play = PlayConfig(
+        checkpoint="random", out=tmp_path / "p", games=4, arena="plains:0-9,ford", side="RED", seed=8
+    )
+    assert [play.game_map(i)[1] for i in range(4)] == ["plains:8", "ford:0", "plains:0", "ford:0"]

@@ -28,6 +28,7 @@ def config(out: Path, first: Path, **changes) -> RecordAIConfig:
     settings = dict(
         out=out,
         games=2,
+        arena="plains:0-999",  # plains:30, the game seed's map these tests were written on (maps/specs.py)
         seed=30,
         max_days=12,
         after_end_s=0.0,

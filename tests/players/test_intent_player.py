@@ -23,7 +23,10 @@ def checkpoint(path: Path, intents: int) -> Path:
 
 
 def config(out: Path, ckpt: Path, **changes) -> RecordAIConfig:
-    settings = dict(out=out, games=1, seed=7, max_days=20, after_end_s=0.0, progress=False)
+    # plains:0-999: plains:7, the game seed's map these tests were written on (maps/specs.py)
+    settings = dict(
+        out=out, games=1, arena="plains:0-999", seed=7, max_days=20, after_end_s=0.0, progress=False
+    )
     return RecordAIConfig(**{**settings, "intent_policy": str(ckpt), **changes})
 
 

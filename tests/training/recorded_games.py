@@ -23,7 +23,17 @@ SESSIONS = (
 
 def record_games(out: Path) -> Path:
     summary = run_record_ai(
-        RecordAIConfig(out, player="scripted", games=4, max_days=20, size=(540, 960), after_end_s=0.0)
+        # plains:0-999: each pair on the map of its game seed (plains:0, plains:1), as these were recorded
+        # before a bare preset became its map of seed 0 in every command (maps/specs.py).
+        RecordAIConfig(
+            out,
+            player="scripted",
+            games=4,
+            arena="plains:0-999",
+            max_days=20,
+            size=(540, 960),
+            after_end_s=0.0,
+        )
     )
     assert not summary.get("interrupted"), summary
     missing = [s for s in SESSIONS if not (out / s / "manifest.json").is_file()]

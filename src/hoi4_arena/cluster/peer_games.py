@@ -23,19 +23,18 @@ from typing import Any
 
 from hoi4_arena.cluster.station import CommandPeerClient, open_peer
 from hoi4_arena.errors import UserError
+from hoi4_arena.maps.specs import parse_entry
 from hoi4_arena.screen.layout import LAYOUTS, ViewLayout
 from hoi4_arena.screen.worker import Worker, WorkerError
 
 
 def check_peer_maps(specs: list[str]) -> None:
-    """Refuse maps a station cannot open by name: a map folder is a path on this machine."""
-    from hoi4_arena.maps.presets import PRESETS
-
+    """Refuse maps a station cannot open by name: a map folder is a path on this machine. Presets,
+    preset:seed and preset:A-B (`maps/specs.py`) pass: each game's map is named to the station."""
     for spec in specs:
-        preset, _, seed = spec.partition(":")
-        if preset not in PRESETS or (seed and not seed.isdigit()):
+        if parse_entry(spec).kind == "folder":
             raise UserError(
-                f"--peer plays presets (preset or preset:seed), not the map folder {spec!r}: "
+                f"--peer plays presets (preset, preset:seed or preset:A-B), not the map folder {spec!r}: "
                 "a folder is a path on this machine, not the station's"
             )
 

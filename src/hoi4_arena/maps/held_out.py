@@ -9,8 +9,9 @@ Pair k of a suite is game seed 3000 + k on its k-th map, played from BLU (game 2
 2k + 1): the games `scripts/held_out_pairs.py` fixed before the benchmark command existed, so its
 earlier results pair with the benchmark's.
 
-Training (train-bc, train-ppo) refuses a map on a suite's maps: the river preset at any seed, any preset
-at map seed 1000 or above. Evaluation may play there; nothing may learn there.
+Training (train-bc, train-ppo, dagger, the quickstart's --arena) refuses a map on a suite's maps: the
+river preset at any seed, any preset at map seed 1000 or above, and a range (`plains:900-1100`,
+`maps/specs.py`) that reaches one. Evaluation may play there; nothing may learn there.
 
 Try: python -m hoi4_arena.maps.held_out presets 3
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS
+from hoi4_arena.maps.specs import map_entries
 
 TRAIN_PRESETS = ("plains", "passes", "marsh", "bay", "salient", "ford")
 HELD_OUT_PRESET = "river"
@@ -69,48 +71,52 @@ def suite_games(suite: str, pairs: int = SUITE_PAIRS) -> list[SuiteGame]:
 # --- the guard -----------------------------------------------------------------------------------------
 
 
-def _preset_and_seed(spec: str) -> tuple[str, int | None]:
-    """(preset, map seed) of a map spec: preset, preset:seed or a saved map folder (its map.json says
-    which preset and seed it was made from); the seed is None for a bare preset."""
-    from hoi4_arena.maps.presets import PRESETS
-
-    name, colon, seed = spec.partition(":")
-    if name in PRESETS:
-        return name, int(seed) if colon and seed.isdigit() else None
-    path = Path(spec)
-    if path.is_dir() and (path / "map.json").is_file():
-        try:
-            data = json.loads((path / "map.json").read_text())
-            return str(data["preset"]), int(data["seed"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return spec, None
-    return spec, None
+def _seed_ranges(spec: str, map_seeds: tuple[int, int] | None) -> list[tuple[str, int, int, str]]:
+    """(preset, lowest map seed, highest, how: "drawn" from `map_seeds`, a "range" or "") of each map a spec
+    can name: an `--arena` entry (`maps/specs.py`: preset, preset:seed, preset:A-B, `all`; a malformed one
+    is a UserError) or a saved map folder (its map.json says which preset and seed it was made from;
+    without one it names no preset). A bare preset's seeds are `map_seeds` (train-ppo's --map-seeds) where
+    given, else its map of seed 0."""
+    out = []
+    for entry in map_entries(spec):
+        if entry.kind == "folder":
+            try:
+                data = json.loads((Path(entry.text) / "map.json").read_text())
+                out.append((str(data["preset"]), int(data["seed"]), int(data["seed"]), ""))
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # no saved map: the command that reads it refuses it
+        elif entry.kind == "bare" and map_seeds is not None:
+            out.append((entry.preset, map_seeds[0], map_seeds[1], "drawn"))
+        else:
+            out.append((entry.preset, entry.low, entry.high, "range" if entry.kind == "range" else ""))
+    return out
 
 
 def on_suite_maps(spec: str, map_seeds: tuple[int, int] | None = None) -> bool:
-    """Whether a map is one of the benchmark's: the river preset at any seed, or a map seed >= 1000.
-    `map_seeds`: the (low, high) range a bare preset's map seed is drawn from (train-ppo's --map-seeds)."""
-    preset, seed = _preset_and_seed(str(spec))
-    if preset == HELD_OUT_PRESET:
-        return True
-    if seed is None and map_seeds is not None:
-        seed = max(map_seeds)
-    return seed is not None and seed >= FIRST_MAP_SEED
+    """Whether a map, or any map of a range, is one of the benchmark's: the river preset at any seed, or
+    a map seed >= 1000. `map_seeds`: the (low, high) range a bare preset's map seed is drawn from
+    (train-ppo's --map-seeds)."""
+    return any(
+        preset == HELD_OUT_PRESET or high >= FIRST_MAP_SEED
+        for preset, _, high, _ in _seed_ranges(str(spec), map_seeds)
+    )
 
 
 def refuse_suite_maps(
     specs: Iterable[str | None], what: str, map_seeds: tuple[int, int] | None = None
 ) -> None:
-    """A UserError naming the first map of `specs` on a suite's maps (`what` says where it came from); a
-    map that is not known (None) passes."""
+    """A UserError naming the first map of `specs` on a suite's maps, or the first range reaching them
+    (`what` says where it came from); a map that is not known (None) passes."""
     for spec in specs:
         if spec and on_suite_maps(spec, map_seeds):
-            preset, seed = _preset_and_seed(spec)
+            ranges = _seed_ranges(spec, map_seeds)
             drawn = ""
-            if map_seeds and seed is None and preset != HELD_OUT_PRESET:  # the drawn seeds decided it
-                drawn = f" with map seeds {map_seeds[0]}-{map_seeds[1]}"
+            hows = {how for *_, how in ranges}
+            if "drawn" in hows and not any(p == HELD_OUT_PRESET for p, *_ in ranges):
+                drawn = f" with map seeds {map_seeds[0]}-{map_seeds[1]}"  # the drawn seeds decided it
+            reaches = "reaches" if "range" in hows else "is on"
             raise UserError(
-                f"{what} {spec}{drawn} is on the benchmark's maps (the river preset, or map seed >= "
+                f"{what} {spec}{drawn} {reaches} the benchmark's maps (the river preset, or map seed >= "
                 f"{FIRST_MAP_SEED}): no training may use them; train on other maps (docs/play.md, the benchmark)"
             )
 

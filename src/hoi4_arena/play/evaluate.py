@@ -55,7 +55,8 @@ class EvaluateConfig(Decoding):
     pairs: int
     """Seeds played, each from both sides by each player (2 x pairs games a player)."""
     arena: str = ARENA
-    """Preset, preset:seed or a map folder (a bare preset: its map of seed 0, for both players)."""
+    """Preset, preset:seed, preset:A-B or a map folder, or several comma-separated (a bare preset: its map
+    of seed 0; a range: pair k's map seed is its game seed wrapped into A..B); both players, the same maps."""
     seed: int = 0
     """The first seed: pair k plays seed + k."""
     size: tuple[int, int] = (540, 960)

@@ -103,7 +103,8 @@ class PairSchedule:
     """Which maps the games play, and whether the sides swap."""
 
     arenas: tuple[str, ...] = (ARENA,)
-    """Presets (a bare preset is its map of seed 0), preset:seed or map folders, cycled pair by pair."""
+    """Presets (a bare preset is its map of seed 0), preset:seed, preset:A-B (a game's map seed is its
+    game seed wrapped into A..B, maps/specs.py) or map folders, cycled pair by pair."""
     swap_sides: bool = True
     """Games 2k and 2k + 1 play one seed with the players' sides swapped."""
 
@@ -156,7 +157,7 @@ class PairConfig:
     """Session video codec: x264 or ffv1."""
 
     def __post_init__(self) -> None:
-        from hoi4_arena.play.runner import check_size, map_list
+        from hoi4_arena.play.runner import check_size, run_maps
 
         if not isinstance(self.pair_id, str) or not self.pair_id.strip():
             raise UserError(f"pair_id must be a non-empty name, not {self.pair_id!r}")
@@ -181,7 +182,7 @@ class PairConfig:
             raise UserError("the scripted player's calibration ships for 960x540 and 1920x1080 only")
         if not self.schedule.arenas:
             raise UserError("schedule.arenas needs at least one map")
-        self.maps = map_list(",".join(self.schedule.arenas), bare_seed=0)
+        self.entries = run_maps(",".join(self.schedule.arenas))  # maps/specs.py: the one rule of --arena
 
     @classmethod
     def from_dict(cls, data: Any) -> PairConfig:
@@ -301,5 +302,6 @@ def plan_game(config: PairConfig, index: int) -> PairPlan:
     sides = {}
     for i, player in enumerate(config.players):
         sides[TAGS[1 - TAGS.index(player.side)] if swap else player.side] = i
-    spec = config.maps[k % len(config.maps)]
-    return PairPlan(index, spec, game_seed(config.pair_id, config.seed + k), dict(sorted(sides.items())))
+    seed = game_seed(config.pair_id, config.seed + k)
+    spec = config.entries[k % len(config.entries)].game_map(seed)  # a range's map drawn by the game's seed
+    return PairPlan(index, spec, seed, dict(sorted(sides.items())))

@@ -48,6 +48,7 @@ from typing import Any
 
 from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
+from hoi4_arena.maps.specs import MapEntry, planned_map
 from hoi4_arena.play.decoding import Decoding
 from hoi4_arena.play.runner import (
     GamePlan,
@@ -56,9 +57,9 @@ from hoi4_arena.play.runner import (
     check_size,
     decisions_per_day,
     game_workers,
-    map_list,
     open_station,
     run_games,
+    run_maps,
     side_swapped,
     slug,
 )
@@ -88,8 +89,9 @@ class PlayConfig(Decoding):
     games: int
     """How many games to play."""
     arena: str = ARENA
-    """Preset name, preset:seed or a map folder (a bare preset is its map of seed 0), or several of them
-    comma-separated: pairs of games cycle over them."""
+    """Preset name (its map of seed 0), preset:seed, preset:A-B (a game's map seed is its game seed
+    wrapped into A..B: A + (seed - A) mod (B - A + 1)) or a map folder, or several comma-separated (e.g.
+    plains:0-999,passes:0-999): pairs of games (games, with one --side) cycle over them."""
     seed: int = 0
     """The first game's seed (game i plays seed + i; seed + i // 2 with --side alternate)."""
     side: str = "alternate"
@@ -162,8 +164,8 @@ class PlayConfig(Decoding):
         check_size(self.size)
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
-        self.maps = map_list(self.arena, bare_seed=0)  # unknown presets and bad folders fail now
-        self.map_names = map_list(self.arena, bare_seed=None)
+        self.entries = run_maps(self.arena)  # malformed entries, unknown presets and bad folders fail now
+        self.maps = [entry.spec for entry in self.entries]
         check_peer_options(self.peer, self.ray, self.game, self.maps)
 
     @property
@@ -183,6 +185,12 @@ class PlayConfig(Decoding):
         if self.side == "alternate":
             return side_swapped(index, self.seed)
         return self.seed + index, self.side
+
+    def game_map(self, index: int) -> tuple[MapEntry, str]:
+        """Game `index`'s --arena entry and map: the entries in turn pair by pair (game by game with one
+        side), a range's map drawn by the game's seed (`maps/specs.py`)."""
+        seed, _ = self.plan(index)
+        return planned_map(self.entries, index // 2 if self.side == "alternate" else index, seed)
 
 
 # --- the player -------------------------------------------------------------------------------------
@@ -278,9 +286,8 @@ class _PlayRun:
 
     def plan(self, index: int) -> GamePlan:
         seed, side = self.config.plan(index)
-        maps = self.config.maps
-        k = (index // 2 if self.config.side == "alternate" else index) % len(maps)
-        return GamePlan(index, self.config.map_names[k], maps[k], seed, side, self.config.speed)
+        entry, spec = self.config.game_map(index)
+        return GamePlan(index, entry.name, spec, seed, side, self.config.speed)
 
     def workers(self):
         config = self.config
@@ -349,6 +356,8 @@ class _PlayRun:
                 "late": record.late,
                 "session": record.session,
                 "setup": record.setup,
+                # A range's games are named by the preset; the map each played is kept beside it.
+                **({"map": plan.spec} if self.config.game_map(plan.index)[0].kind == "range" else {}),
             },
         )
 

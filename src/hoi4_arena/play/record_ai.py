@@ -22,9 +22,13 @@ are made by rollouts on the world, `--search-*`; headless games only);
    winner, valid, arena, seed, strategy, reason, and extras: game, declarer, days, minutes, session,
    speed, what the player saw at the end, setup milestones).
 
-Games come in side-swapped pairs: games 2k and 2k + 1 play seed `--seed + k` on map `PRESET:seed` (a
-bare preset; `--arena all` cycles the seven presets pair by pair), BLU first, then RED, and the speed
-cycles through `--speeds` pair by pair. `--minutes`
+Games come in side-swapped pairs: games 2k and 2k + 1 play seed `--seed + k` on the same map, BLU first,
+then RED; pair k plays `--arena`'s entry k mod n (`--arena all`: the seven presets in turn), and the
+speed cycles through `--speeds` pair by pair. The one rule for maps (`maps/specs.py`, as in every
+command): a bare preset is its map of seed 0; `preset:A-B` gives each pair map seed
+A + (pair seed - A) mod (B - A + 1), so `--arena plains:0-999 --seed 0` plays plains:0, plains:1, ...
+(what a bare preset meant here before: map seed = game seed). Rows name a range's games by the preset
+and the concrete map in `map`, as the manifest's `record_ai.map` does. `--minutes`
 is the play time to record in all (on the game's clock; the game that runs it out is cut, invalid);
 `--games` caps the number of games. A game that fails (a worker error) is kept as invalid with its
 reason, and the run goes on. Ctrl+C keeps the finished games; re-running with the same OUT and settings
@@ -47,9 +51,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hoi4_arena.defaults import ARENA
+from hoi4_arena.defaults import ARENA, BARE_MAP_SEED
 from hoi4_arena.errors import UserError
-from hoi4_arena.maps.presets import PRESETS
+from hoi4_arena.maps.specs import planned_map
 from hoi4_arena.play.runner import (
     GamePlan,
     RunLimits,
@@ -57,9 +61,9 @@ from hoi4_arena.play.runner import (
     check_size,
     decisions_per_day,
     game_workers,
-    map_list,
     open_station,
     run_games,
+    run_maps,
     side_swapped,
     slug,
 )
@@ -82,7 +86,6 @@ SEARCH_FIELDS = (
     "search_aims",
     "search_value",
 )
-ALL = "all"
 
 
 @dataclass
@@ -99,8 +102,10 @@ class RecordAIConfig:
     games: int | None = None
     """How many games at most (at least one of --minutes and --games is needed)."""
     arena: str = ARENA
-    """Preset (its map of the game's seed), preset:seed, a map folder, `all` (the presets in turn), or
-    several of them comma-separated (e.g. plains,river:3): pairs of games cycle over them."""
+    """Preset (its map of seed 0), preset:seed, preset:A-B (pair k's map seed is its game seed wrapped
+    into A..B: A + (seed + k - A) mod (B - A + 1)), a map folder, `all` (the presets in turn; all:A-B
+    each with that range), or several comma-separated (e.g. plains:0-999,passes:0-999): pairs of games
+    cycle over them."""
     seed: int = 0
     """The first pair's seed: games 2k and 2k + 1 play seed + k, from BLU and from RED."""
     speeds: tuple[int, ...] = (5,)
@@ -249,8 +254,8 @@ class RecordAIConfig:
         check_size(self.size, "e.g. 960x540, 1920x1080")
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
-        self.maps = map_list(self.arena, bare_seed=None)
-        check_peer_options(self.peer, self.ray, self.game, self.maps)
+        self.maps = run_maps(self.arena)
+        check_peer_options(self.peer, self.ray, self.game, [entry.spec for entry in self.maps])
         from hoi4_arena.players.templates import sim_rules
 
         sim_rules(self.size)  # no calibration for this size: refused now, with the command that makes it
@@ -259,13 +264,13 @@ class RecordAIConfig:
         """Game `index`'s map, seed, side and speed.
 
         Games come in side-swapped pairs, as play-policy plays them: games 2k and 2k + 1 play seed
-        `seed + k` on the same map and speed, BLU first, so a side's advantage cancels within a pair.
+        `seed + k` on the same map and speed, BLU first, so a side's advantage cancels within a pair; pair
+        k plays --arena's entry k mod n, a range's map drawn by the pair's seed (`maps/specs.py`).
         """
         pair = index // 2
         seed, side = side_swapped(index, self.seed)
-        name = self.maps[pair % len(self.maps)]
-        spec = f"{name}:{seed}" if name in PRESETS else name
-        return GamePlan(index, name, spec, seed, side, self.speeds[pair % len(self.speeds)])
+        entry, spec = planned_map(self.maps, pair, seed)
+        return GamePlan(index, entry.name, spec, seed, side, self.speeds[pair % len(self.speeds)])
 
     def search_config(self) -> Any:
         """The search player's settings (`players.search.SearchConfig`); bad values are a UserError."""
@@ -320,6 +325,10 @@ class RecordAIConfig:
         for key in ("think_s", "press_delay_s"):
             if tuple(data[key]) == RecordAIConfig.__dataclass_fields__[key].default:
                 data.pop(key)
+        if any(entry.kind == "bare" for entry in self.maps):
+            # A bare preset meant the game seed's map before the one rule (maps/specs.py): a run recorded
+            # so lacks this key and is refused, not resumed on other maps; --arena preset:0-N replays it.
+            data["bare_map_seed"] = BARE_MAP_SEED
         return data
 
 

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from hoi4_arena.defaults import BARE_MAP_SEED
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.maps.specs import MapEntry, map_entries
 from hoi4_arena.play.ray_games import RayGames
 from hoi4_arena.results import GameResult, append_result, open_run, win_record
 from hoi4_arena.screen.backends import backend
@@ -57,25 +59,24 @@ def check_size(size: tuple[int, int], hint: str = "e.g. 960x540, 640x360") -> No
         )
 
 
-def map_list(text: str, *, bare_seed: int | None) -> list[str]:
-    """The maps of a run from `--arena`: comma-separated presets, preset:seed or map folders, or `all` (the
-    seven presets). A bare preset becomes its map of `bare_seed`, or stays bare with None (each game's seed
-    then picks the map). Unknown presets and bad folders are refused with their message."""
-    from hoi4_arena.maps.presets import PRESETS
+def run_maps(text: str) -> tuple[MapEntry, ...]:
+    """The maps of a run from `--arena` (`maps/specs.py`: presets, preset:seed, preset:A-B, map folders,
+    `all`, comma-separated): a malformed entry, an unknown preset or a folder that holds no map is refused
+    now, with its message."""
+    entries = map_entries(text)
+    for entry in entries:
+        if entry.kind == "folder":
+            arena_of(entry.text)  # a map folder is read now; anything else is refused now, with its message
+    return entries
 
-    names = list(PRESETS) if text == "all" else [part.strip() for part in str(text).split(",")]
-    if not names or any(not name for name in names):
-        raise UserError(
-            f"--arena needs one or more maps, comma-separated (e.g. plains or plains,river:3), not {text!r}"
-        )
-    out = []
-    for name in names:
-        bare = name in PRESETS
-        preset, _, seed = name.partition(":")
-        if not (preset in PRESETS and (not seed or seed.isdigit())):
-            arena_of(name)  # a map folder is read now; anything else is refused now, with its message
-        out.append(f"{name}:{bare_seed}" if bare and bare_seed is not None else name)
-    return out
+
+def map_list(text: str, *, bare_seed: int = BARE_MAP_SEED) -> list[str]:
+    """The maps of a run from `--arena` as the commands' settings keep them (`run_maps`): a bare preset is
+    its map of seed 0 (the one rule, `maps/specs.py`), a range stays a range. `bare_seed` is what older
+    callers passed; it can only be that rule's seed."""
+    if bare_seed != BARE_MAP_SEED:
+        raise ValueError(f"a bare preset is its map of seed {BARE_MAP_SEED} in every command")
+    return [entry.spec for entry in run_maps(text)]
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,9 @@ class GamePlan:
 
     index: int
     arena: str
-    """The arena's name in results (a preset, or a map folder as given)."""
+    """The arena's name in results (a preset, preset:seed or a map folder as given: `MapEntry.name`)."""
     spec: str
-    """The map as both games read it: preset:seed or a folder."""
+    """The map as both games read it: preset:seed (a range's drawn for the game) or a folder."""
     seed: int
     side: str
     speed: int
