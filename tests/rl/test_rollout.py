@@ -138,3 +138,17 @@ def test_record_keeps_every_game_as_a_policy_session(tiny_policy, settings, tmp_
     assert manifest["complete"] and manifest["source"] == "policy" and manifest["frames"] >= game["decisions"]
     inputs = (folder / "inputs.jsonl").read_text().splitlines()
     assert all(json.loads(line)["source"] in ("policy", "harness") for line in inputs)
+
+
+def test_a_range_draws_each_games_map_from_it_and_map_seeds_is_the_range_on_a_bare_preset() -> None:
+    """train-ppo's games are drawn, not planned in pairs: a range's map seed is drawn game by game; a bare
+    preset is its map of seed 0 unless --map-seeds draws it (maps/specs.py)."""
+    games = [(slot, number) for slot in range(4) for number in range(12)]
+    mixed = Schedule(games=4, arenas=("plains:10-12", "ford", "bay:7"), seed=5)
+    plans = [mixed.plan(slot, number) for slot, number in games]
+    assert {p.spec for p in plans if p.arena == "ford"} == {"ford:0"}
+    assert {p.spec for p in plans if p.arena == "bay"} == {"bay:7"}
+    assert {p.spec for p in plans if p.arena == "plains"} == {"plains:10", "plains:11", "plains:12"}
+    written = Schedule(games=4, arenas=("plains:10-12",), seed=5)
+    drawn = Schedule(games=4, arenas=("plains",), map_seeds=(10, 12), seed=5)
+    assert [written.plan(*g) for g in games] == [drawn.plan(*g) for g in games]

@@ -46,3 +46,23 @@ def test_unknown_reward_term_is_refused(tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert "unknown reward term 'gold'" in str(result.exception)
     assert not (tmp_path / "x").exists()
+
+
+def test_arena_ranges_pass_the_guard_below_the_benchmark_and_are_refused_on_it(tmp_path: Path) -> None:
+    from hoi4_arena.errors import UserError
+    from hoi4_arena.rl.ppo_config import PPOConfig
+
+    assert (
+        PPOConfig(out=str(tmp_path / "a"), arena=("plains:0-999", "passes:0-999")).arena[0] == "plains:0-999"
+    )
+    for arena, message in (
+        ("plains:0-1000", "--arena plains:0-1000 reaches the benchmark's maps"),
+        ("river:0-3", "--arena river:0-3 reaches the benchmark's maps"),
+        ("plains:5-2", "map 'plains:5-2': the range 5-2 runs backwards"),
+        ("plains:a-b", "map 'plains:a-b': after 'plains:' comes a map seed"),
+        ("moon:1-2", "--arena takes presets"),
+    ):
+        result = runner.invoke(app, ["train-ppo", str(tmp_path / "x"), "--arena", arena])
+        assert result.exit_code != 0 and isinstance(result.exception, UserError), arena
+        assert message in str(result.exception) and "\n" not in str(result.exception), arena
+    assert not (tmp_path / "x").exists()

@@ -125,9 +125,12 @@ class PPOConfig:
     """Shaping terms and their weights on top of the outcome (win 1, draw 0.5, loss 0): setup,
     victory_points, provinces."""
     arena: tuple[str, ...] = (ARENA,)
-    """Maps the games are drawn from: presets (their map seed drawn from --map-seeds) or preset:seed."""
+    """Maps the games are drawn from, one per game: presets (their map seed drawn from --map-seeds: by
+    default seed 0, as a bare preset is in every command), preset:seed, or preset:A-B (the map seed drawn
+    from A..B, game by game)."""
     map_seeds: tuple[int, int] = (0, 0)
-    """Map seeds drawn from LOW-HIGH."""
+    """The map seeds a bare preset of --arena is drawn from, LOW-HIGH: --arena plains --map-seeds 0-99 is
+    --arena plains:0-99 (the default 0-0 keeps a bare preset its map of seed 0)."""
     ai_strength: tuple[float, float] = (0.5, 0.5)
     """The game's AI strength drawn from LOW-HIGH (0..1)."""
     ladder: str | None = None
@@ -261,11 +264,14 @@ class PPOConfig:
             raise UserError(f"--ai-strength must be LOW-HIGH within 0..1, not {low_s}-{high_s}")
         from hoi4_arena.maps.held_out import refuse_suite_maps
         from hoi4_arena.maps.presets import PRESETS
+        from hoi4_arena.maps.specs import parse_entry
 
-        unknown = [a for a in self.arena if a.partition(":")[0] not in PRESETS or not _seed_ok(a)]
+        # A malformed seed or range is refused by parse_entry with its own message.
+        unknown = [a for a in self.arena if parse_entry(a).kind == "folder"]
         if unknown or not self.arena:
             raise UserError(
-                f"--arena takes presets ({', '.join(PRESETS)}) or preset:seed, not {', '.join(unknown) or 'nothing'}"
+                f"--arena takes presets ({', '.join(PRESETS)}), preset:seed or preset:A-B, not "
+                f"{', '.join(unknown) or 'nothing'}"
             )
         refuse_suite_maps(self.arena, "--arena", self.map_seeds)
         from hoi4_arena.play.runner import check_size
@@ -404,11 +410,6 @@ def _info_clip(value: Any) -> tuple[float, float]:
             f"{','.join(str(v) for v in numbers) or 'nothing'}"
         )
     return float(numbers[0]), float(numbers[1])
-
-
-def _seed_ok(arena: str) -> bool:
-    _, colon, seed = arena.partition(":")
-    return not colon or seed.isdigit()
 
 
 def _plain(value: Any) -> Any:

@@ -51,6 +51,7 @@ import torch
 
 from hoi4_arena.defaults import ARENA, TEMPERATURE
 from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.maps.specs import parse_entry
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
 from hoi4_arena.rl.vector_games import VectorGames
@@ -67,9 +68,10 @@ class Schedule:
     games: int = 4
     """Games played at once (the slots)."""
     arenas: tuple[str, ...] = (ARENA,)
-    """Maps a game's map is drawn from: a preset (its map seed drawn from `map_seeds`) or preset:seed."""
+    """Maps a game's map is drawn from: a preset (its map seed drawn from `map_seeds`), preset:seed, or
+    preset:A-B (its map seed drawn from A..B)."""
     map_seeds: tuple[int, int] = (0, 0)
-    """The map seed is drawn from LOW..HIGH."""
+    """A bare preset's map seed is drawn from LOW..HIGH (0..0: its map of seed 0, as in every command)."""
     ai_strength: tuple[float, float] = (0.5, 0.5)
     """The game's AI strength is drawn from LOW..HIGH."""
     seed: int = 0
@@ -94,11 +96,12 @@ class Schedule:
 
     def plan(self, slot: int, number: int) -> GamePlan:
         rng = np.random.default_rng([self.seed, slot, number, 0x726C])
-        arena = self.arenas[int(rng.integers(len(self.arenas)))]
-        map_seed = int(rng.integers(self.map_seeds[0], self.map_seeds[1] + 1))
-        arena, fixed, seed_text = arena.partition(":")
-        if fixed:  # preset:seed names its map
-            map_seed = int(seed_text)
+        entry = parse_entry(self.arenas[int(rng.integers(len(self.arenas)))])
+        low, high = (entry.low, entry.high) if entry.kind == "range" else self.map_seeds
+        map_seed = int(rng.integers(low, high + 1))  # one draw whatever the entry: the rest of a plan stays
+        if entry.kind == "seed":  # preset:seed names its map
+            map_seed = entry.low
+        arena = entry.preset
         low, high = self.ai_strength
         strength = round(low + (high - low) * float(rng.random()), 4)
         side = TAGS[number % 2] if self.games == 1 else TAGS[slot % 2]
