@@ -373,7 +373,7 @@ class LocalGames:
             self.feed.update(status=f"the game failed: {type(error).__name__}: {error}")
 
     def _play(self, index: int) -> None:
-        from hoi4_arena.maps.presets import PRESETS
+        from hoi4_arena.maps.specs import parse_entry
         from hoi4_arena.screen.game import GameSettings, TokenPlayer, play_game
         from hoi4_arena.screen.layout import ViewLayout
         from hoi4_arena.screen.sim_worker import SimWorker
@@ -381,7 +381,7 @@ class LocalGames:
 
         config, sim = self.config, self.config.sim
         seed, side = sim["seed"] + index, config.side
-        spec = f"{sim['arena']}:{seed}" if sim["arena"] in PRESETS else sim["arena"]
+        spec = parse_entry(sim["arena"]).game_map(seed)  # a bare preset is seed 0's map (maps/specs.py)
         enemy = "RED" if side == "BLU" else "BLU"
         if self.policy is None:
             ai, kind, layout = {"BLU": 0.5, "RED": 0.5}, None, ViewLayout.named(config.layout)
