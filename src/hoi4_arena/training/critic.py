@@ -19,16 +19,16 @@ day, the same report as the state-value baseline's) and OUT/critic.pt is written
 `critic_values` is the one pass that gives every decision of some sessions its value (the loader's
 windows in order, memory fresh per window as in training): the held-out report and advantage.py use it.
 
-Known limit: no --resume (a run is a few epochs); OUT must not hold a critic already.
+The run's folder, config.json, saves and report are `TrainingRun`'s (training/run_control.py); Ctrl+C
+stops after the current step, then scores and saves that epoch. Known limit: no --resume (a run is a few
+epochs); OUT must not hold a critic already.
 
 Try: hoi4-arena train-critic runs/critic-data runs/critic --epochs 2
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
-from hoi4_arena.terminal import progress_bar
-from hoi4_arena.training.run_control import adam, device_of
+from hoi4_arena.training.run_control import TrainingRun, adam
 from hoi4_arena.training.value_config import CriticConfig
 from hoi4_arena.training.value_data import ValueData, value_games
 from hoi4_arena.training.value_report import by_day_table, report
@@ -54,7 +53,6 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT = "critic.pt"
 REPORT = "report.json"
-CONFIG = "config.json"
 
 
 def critic_policy(config: CriticConfig) -> Policy:
@@ -158,13 +156,9 @@ def held_out_report(
 
 def train_critic(config: CriticConfig) -> dict[str, Any]:
     """Train a critic on DATA's games and report on the held-out ones (see the module docstring)."""
-    started = time.monotonic()
     out = Path(config.out)
-    if (out / CHECKPOINT).exists():
-        raise UserError(f"{out / CHECKPOINT} exists; choose another output folder")
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    device = device_of(config.device)
+    run = TrainingRun(out, "train-critic", (CHECKPOINT,), None, resume=False)
+    device = run.use(config.threads, config.device)
 
     # --- model, then data (the layout comes from the model) ---
     policy = critic_policy(config).to(device)
@@ -189,15 +183,17 @@ def train_critic(config: CriticConfig) -> dict[str, Any]:
     trained = [p for p in policy.parameters() if p.requires_grad]
     optimizer = adam(trained, config.lr, config.weight_decay)
     provenance = Provenance(data={**data.describe(), "init": config.init}, seed=config.seed)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG).write_text(
-        json.dumps({"critic": config.to_dict(), "policy": policy.config.to_dict()}, indent=2) + "\n"
-    )
+    step, history, stopped = 0, [], "epochs"
+
+    def save(path: Path, full: bool) -> Path:
+        extra = {"critic": {"config": config.to_dict(), "data": data.describe(), "history": history}}
+        return save_checkpoint(path, policy, provenance=provenance, extra=extra)
+
+    run.start({"critic": config.to_dict(), "policy": policy.config.to_dict()}, write=save, tensorboard=False)
 
     # --- the loop ---
-    step, history, stopped = 0, [], "epochs"
     held_out: dict[str, Any] | None = None
-    with WindowLoader(settings, config.workers) as loader, progress_bar() as bar:
+    with WindowLoader(settings, config.workers) as loader, run.loop() as bar:
         if config.hold_gb:
             everything = train_set + [g.source for g in data.val]
             task = bar.add_task(
@@ -231,14 +227,16 @@ def train_critic(config: CriticConfig) -> dict[str, Any]:
                 )
                 if config.max_steps and step >= config.max_steps:
                     stopped = "max_steps"
+                if run.stop:  # Ctrl+C: this epoch's report and checkpoint, then the end
+                    stopped = run.stop
+                if stopped != "epochs":
                     break
             held_out = held_out_report(policy, loader, data, base, device)
             history.append(
                 {"epoch": epoch + 1, "step": step, "train_bce": total / max(count, 1), "held_out": held_out}
             )
             log.info("epoch %d held-out by day:\n%s", epoch + 1, by_day_table(held_out))
-            extra = {"critic": {"config": config.to_dict(), "data": data.describe(), "history": history}}
-            save_checkpoint(out / CHECKPOINT, policy, provenance=provenance, extra=extra)
+            run.save(CHECKPOINT)
             if stopped != "epochs":
                 break
 
@@ -262,9 +260,9 @@ def train_critic(config: CriticConfig) -> dict[str, Any]:
         "config": config.to_dict(),
         "device": str(device),
         "threads": torch.get_num_threads(),
-        "seconds": time.monotonic() - started,
+        "seconds": run.seconds,
     }
-    (out / REPORT).write_text(json.dumps(result, indent=1) + "\n")
+    run.finish(result, report=REPORT, indent=1)
     result["table"] = by_day_table(held_out) if held_out else None
     return result
 

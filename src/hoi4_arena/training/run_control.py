@@ -34,12 +34,12 @@ Saved = TypeVar("Saved")
 
 
 def open_run(
-    out: Path, resume: bool, command: str, files: Sequence[str], load: Callable[[Path], Saved]
+    out: Path, resume: bool, command: str, files: Sequence[str], load: Callable[[Path], Saved] | None
 ) -> Saved | None:
     """A training run's folder, checked before anything is written. With `resume`: its progress file
     (`files[0]`) read by `load` (which refuses a file of another command), or UserError when there is
     none. Without: UserError when `out` holds any of `files` (names or glob patterns), another run that
-    only --resume may continue; None."""
+    only --resume may continue (`load` None: a command that cannot resume); None."""
     progress = out / files[0]
     if out.exists() and not out.is_dir():
         # Said before the data is read: its warnings (no held-out session...) would come first.
@@ -47,15 +47,17 @@ def open_run(
             f"{out} is a file: the output folder of a {command} run must be a folder or not exist"
         )
     if resume:
+        if load is None:
+            raise ValueError(f"{command} has no --resume")
         if not progress.is_file():
             raise UserError(f"nothing to resume: {progress} does not exist")
         return load(progress)
     if out.is_dir():
         existing = [hit.name for pattern in files for hit in sorted(out.glob(pattern))[:1]]
         if existing:
+            how = "pass --resume to continue it, or choose" if load is not None else "choose"
             raise UserError(
-                f"{out} already holds a {command} run ({', '.join(existing)}); pass --resume to continue "
-                "it, or choose another output folder"
+                f"{out} already holds a {command} run ({', '.join(existing)}); {how} another output folder"
             )
     return None
 
@@ -170,7 +172,7 @@ class TrainingRun:
         out: Path | str,
         command: str,
         files: Sequence[str],
-        load: Callable[[Path], Any],
+        load: Callable[[Path], Any] | None,
         *,
         resume: bool,
         progress: str = PROGRESS,
@@ -277,16 +279,22 @@ class TrainingRun:
 
     def save_progress(self) -> Path:
         """progress.pt: everything an exact resume needs."""
-        path = self._save(self.progress_path, True)
+        path = self.save(self.progress_path.name, True)
         self.last_save = time.monotonic()
         return path
+
+    def save(self, name: str, full: bool = False) -> Any:
+        """OUT/`name` written by the trainer's writer (`full`: with what a resume needs)."""
+        if self._write is None:
+            raise RuntimeError("TrainingRun.start names the checkpoint writer before anything is saved")
+        return self._write(self.out / name, full)
 
     def checkpoint(self, name: str | None = None) -> None:
         """The weights as OUT/`name` (an epoch's or an update's file) when given and as last.pt, then
         progress.pt."""
         if name is not None:
-            self._save(self.out / name, False)
-        self._save(self.last_path, False)
+            self.save(name)
+        self.save(self.last_path.name)
         self.save_progress()
 
     def final_save(self, needed: bool) -> None:
@@ -294,12 +302,7 @@ class TrainingRun:
         or when no last.pt exists yet."""
         if needed or not self.last_path.exists():
             self.save_progress()
-            self._save(self.last_path, False)
-
-    def _save(self, path: Path, full: bool) -> Path:
-        if self._write is None:
-            raise RuntimeError("TrainingRun.start names the checkpoint writer before anything is saved")
-        return self._write(path, full)
+            self.save(self.last_path.name)
 
     # --- the end ---
 
