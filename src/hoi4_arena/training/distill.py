@@ -36,10 +36,8 @@ Try: hoi4-arena distill timm:qwen3_vit_88m_enc width=8,summary_dim=64 runs/demo-
 
 from __future__ import annotations
 
-import json
 import logging
 import random
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +58,7 @@ from hoi4_arena.models.policy import Policy
 from hoi4_arena.sessions.reader import SessionReader
 from hoi4_arena.terminal import progress_bar
 from hoi4_arena.training.distill_config import TIMM_PREFIX, DistillConfig, parse_student
-from hoi4_arena.training.run_control import adam, device_of
+from hoi4_arena.training.run_control import TrainingRun, adam
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +66,6 @@ MAP_GRID = (4, 8)
 """Both encoders' maps are average-pooled to this (height, width) grid before they are compared."""
 CHECKPOINT = "student.pt"
 REPORT = "report.json"
-CONFIG = "config.json"
 EVAL_BATCH = 64
 
 
@@ -413,13 +410,9 @@ def _teacher(config: DistillConfig, layout: str) -> FrozenEncoder:
 
 def distill(config: DistillConfig) -> dict[str, Any]:
     """Train the student on DATA's frames and report on the held-out ones (see the module docstring)."""
-    started = time.monotonic()
     out = Path(config.out)
-    if (out / CHECKPOINT).exists():
-        raise UserError(f"{out / CHECKPOINT} exists; choose another output folder")
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    device = device_of(config.device)
+    run = TrainingRun(out, "distill", (CHECKPOINT,), None, resume=False)
+    device = run.use(config.threads, config.device)
     student_config = config.student_config
     layout = student_config.layout
 
@@ -515,9 +508,12 @@ def distill(config: DistillConfig) -> dict[str, Any]:
             "after": after,
         }
     }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-    save_checkpoint(out / CHECKPOINT, policy, provenance=Provenance(data=data, seed=config.seed), extra=extra)
+
+    def save(path: Path, full: bool) -> Path:
+        return save_checkpoint(path, policy, provenance=Provenance(data=data, seed=config.seed), extra=extra)
+
+    run.start(config.to_dict(), write=save, tensorboard=False)
+    run.save(CHECKPOINT)
     own_flags = ("layout", "encoder", "freeze_blocks")  # train-bc's own options, not --policy's
     widths = ",".join(f"{k}={v}" for k, v in config.student.items() if k not in own_flags)
     result = {
@@ -542,7 +538,6 @@ def distill(config: DistillConfig) -> dict[str, Any]:
         "skipped": found.skipped,
         "device": str(device),
         "threads": torch.get_num_threads(),
-        "seconds": time.monotonic() - started,
+        "seconds": run.seconds,
     }
-    (out / REPORT).write_text(json.dumps(result, indent=1) + "\n")
-    return result
+    return run.finish(result, report=REPORT, indent=1)
