@@ -42,7 +42,7 @@ from hoi4_arena.sim.window import parse_size
 
 def env_loop(games: int, size: tuple[int, int], speed: int, seed: int) -> dict:
     env = gymnasium.make(
-        "hoi4_arena.screen.env:hoi4_arena/Sim-v0", size=size, layout="cpu", speed=speed, side="random"
+        "hoi4_arena.rl.env:hoi4_arena/Sim-v0", size=size, layout="cpu", speed=speed, side="random"
     )
     env.action_space.seed(seed)
     decisions, days = 0, []

@@ -41,7 +41,7 @@ from hoi4_arena.sim.window import parse_size
 
 def env_loop(decisions: int, settings: RolloutSettings, seed: int) -> float:
     env = gymnasium.make(
-        "hoi4_arena.screen.env:hoi4_arena/Sim-v0",
+        "hoi4_arena.rl.env:hoi4_arena/Sim-v0",
         size=settings.size,
         layout=settings.layout,
         speed=settings.speed,

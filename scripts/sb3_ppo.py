@@ -105,7 +105,7 @@ def train(args: argparse.Namespace) -> dict:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import Logger
 
-    from hoi4_arena.screen.env_wrappers import FLAT_ENV_ID
+    from hoi4_arena.rl.env_wrappers import FLAT_ENV_ID
 
     torch.set_num_threads(args.threads)
     settings = env_settings(args)

@@ -9,9 +9,9 @@ import pytest
 from stable_baselines3 import PPO
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.rl.env_wrappers import FLAT_ENV_ID
 from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings
 from hoi4_arena.rl.sb3_vec_env import GamesVecEnv
-from hoi4_arena.screen.env_wrappers import FLAT_ENV_ID
 
 WRAPPER = {"grid": 16, "slots": 2, "kinds": "mouse", "views": ("global", "fovea")}
 WEIGHTS = {"provinces": 2.0, "victory_points": 0.5}

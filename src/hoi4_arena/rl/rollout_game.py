@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,13 @@ class RolloutSettings:
     """A folder to record every game into as a session (None: no recording)."""
     codec: str = "x264"
     """The sessions' video codec."""
+    news: bool = True
+    """Show the news window at a new game's start (closing it is the player's job)."""
+    events: bool = True
+    """Open event windows every 20-40 game days."""
+    shadow: bool = False
+    """A shadow expert (the scripted player, `players/shadow.py`) labels every observation with the input
+    it would give from that screen (`Step.expert`): what DAgger trains on."""
 
 
 @dataclass(frozen=True)
@@ -118,19 +125,28 @@ class Step:
     rival_views: dict[str, np.ndarray] | None = None
     """A policy rival's next observation (views and pointer), as `views` and `pointer` are the learner's."""
     rival_pointer: tuple[int, int] | None = None
+    expert: np.ndarray | None = None
+    """With `RolloutSettings.shadow`: the shadow expert's label (8, 3) of this observation."""
 
 
 class _Seat:
-    """The engine's side of `screen.game.Game`: it asks for the views; the tokens come from the learner.
-    `warm_up` takes the same warm-up capture a `TokenPlayer` does, so the worker sees the same calls."""
+    """The engine's side of `screen.game.Game`: it asks for the views (and the whole frame with `full`,
+    for an env that renders); the tokens come from the learner. `warm_up` takes the same warm-up capture
+    a `TokenPlayer` does, so the worker sees the same calls."""
 
     setup_keys = False
 
-    def __init__(self, layout: Any) -> None:
+    def __init__(self, layout: Any, full: bool = False) -> None:
         self.layout = layout
+        self.full = full
+        self.shadow: Any = None
+        """The game's shadow expert: its template crops and frame are captured too."""
 
     def request(self) -> CaptureRequest:
-        return CaptureRequest(views=True)
+        if self.shadow is None:
+            return CaptureRequest(views=True, full=self.full)
+        wanted = self.shadow.request()
+        return CaptureRequest(views=True, full=self.full or wanted.full, regions=wanted.regions)
 
     def warm_up(self, capture: Capture) -> None:
         pass
@@ -140,15 +156,17 @@ class RolloutGame:
     """A slot's games, one after the other, on fresh `SimWorker`s, or each started on `station` (a
     `cluster.peer_games.PeerGames`: train-ppo --peer); see the module docstring."""
 
-    def __init__(self, settings: RolloutSettings, station: Any = None) -> None:
+    def __init__(self, settings: RolloutSettings, station: Any = None, render: bool = False) -> None:
         from hoi4_arena.screen.layout import ViewLayout
 
         self.settings = settings
         self.station = station
         self.layout = ViewLayout.named(settings.layout)
-        self.seat = _Seat(self.layout)
+        self.seat = _Seat(self.layout, full=render)
         self.plan: GamePlan | None = None
         self.worker: Any = None
+        self.own: Any = None
+        """The learner's side's worker (in a two-player game, its screen of `worker`, the hub)."""
         self.game: Game | None = None
         self.tracker: RewardTracker | None = None
         self.capture: Capture | None = None
@@ -169,7 +187,10 @@ class RolloutGame:
         self.plan = plan
         if plan.save is not None:
             self.worker = SimWorker(save=plan.save, layout=self.layout)
-            self.worker.game.world.max_days = settings.max_days  # from the game's start, as the save's own
+            saved = self.worker.game
+            saved.world.max_days = settings.max_days  # from the game's start, as the save's own
+            # The save fixes the side played and whether its match runs (a listing may say so already).
+            plan = self.plan = replace(plan, side=saved.ui.player, running=saved.world.at_war)
             own = self.worker
         elif plan.rival is None:
             options = dict(
@@ -178,6 +199,8 @@ class RolloutGame:
                 ai={other_tag(plan.side): plan.ai_strength},
                 max_days=settings.max_days,
                 player_kind="policy",
+                news=settings.news,
+                events=settings.events,
             )
             if self.station is None:
                 self.worker = SimWorker(plan.spec, plan.seed, player=plan.side, **options)
@@ -188,6 +211,7 @@ class RolloutGame:
             own = self.worker
         else:
             own = self._open_pair(plan)
+        self.own = own
         recorder = None
         if settings.record is not None:
             recorder = self._recorder(plan)
@@ -204,6 +228,7 @@ class RolloutGame:
             session_id=plan.session_id if recorder is not None else None,
         )
         self._finished = False
+        self.seat.shadow = self._shadow(own, plan) if settings.shadow else None
         # The map's provinces and points: the worker's own, or for a station's game the same map made here.
         arena = self.worker.game.arena if self.station is None else arena_of(plan.spec)
         self.tracker = RewardTracker(plan.side, arena)
@@ -226,14 +251,17 @@ class RolloutGame:
         self.tracker.start(self.game.log)
         return self._observation()
 
-    def step(self, tokens: np.ndarray, next_plan: GamePlan, rival: np.ndarray | None = None) -> Step:
+    def step(self, tokens: np.ndarray, next_plan: GamePlan | None, rival: np.ndarray | None = None) -> Step:
         """Apply one decision's tokens (8, 3), and a policy rival's `rival` tokens; the next observation
-        (the next plan's first when it ended)."""
+        (the next plan's first when it ended; with `next_plan` None, the ended game's last, and no game
+        begins: the Gymnasium env's episode end)."""
         game, capture, tracker = self.game, self.capture, self.tracker
         assert game is not None and capture is not None and tracker is not None, "begin() first"
         events = tokens_to_events(
             tokens, capture.t_ns, capture.size, pointer=capture.pointer, source="policy"
         )
+        if self.seat.shadow is not None:
+            self.seat.shadow.applied(events, capture)  # the expert takes its state from what was played
         if self.rival is not None:
             self._step_pair(events, rival)
         else:
@@ -247,7 +275,7 @@ class RolloutGame:
             return self._end(next_plan, rewards)
         return self._observation(rewards)
 
-    def _observation(self, rewards: dict[str, float] | None = None) -> Step:
+    def _observation(self, rewards: dict[str, float] | None = None, label: bool = True) -> Step:
         capture = self.capture
         step = Step(
             views=capture.views,
@@ -255,6 +283,9 @@ class RolloutGame:
             speed=self.settings.speed,
             rewards=rewards or {},
         )
+        if self.seat.shadow is not None and label:
+            self.seat.shadow.label(capture)
+            step.expert = self.seat.shadow.label_tokens
         if self.rival is not None and self.plan.rival == "tokens":
             seen = self.rival_capture
             step.rival_views, step.rival_pointer = seen.views, to_lattice(*seen.pointer, seen.size)
@@ -358,8 +389,8 @@ class RolloutGame:
         if rival.ended and rival.end.startswith("error") and not game.ended:
             game.fail(WorkerError("opponent", f"the other side's game failed: {rival.end}"))
 
-    def _end(self, next_plan: GamePlan, rewards: dict[str, float]) -> Step:
-        """Finish the game, begin `next_plan`'s, and say how the finished one went."""
+    def _end(self, next_plan: GamePlan | None, rewards: dict[str, float]) -> Step:
+        """Finish the game, begin `next_plan`'s (if any), and say how the finished one went."""
         plan, game, tracker = self.plan, self.game, self.tracker
         record = game.finish(self.seat)
         if self.rival is not None:
@@ -387,9 +418,20 @@ class RolloutGame:
             "terms": dict(tracker.sums),
             "session": record.session,
         }
-        step = self.begin(next_plan)
+        # An episode's last observation gets no label: nobody acts on it.
+        step = self.begin(next_plan) if next_plan is not None else self._observation(label=False)
         step.rewards, step.done, step.valid, step.summary = rewards, True, record.valid, summary
         return step
+
+    def _shadow(self, worker: Any, plan: GamePlan) -> Any:
+        """The scripted player as the game's shadow expert, with the game's cursor and seed (as DAgger's)."""
+        from hoi4_arena.players.scripted import ScriptedPlayer
+        from hoi4_arena.players.shadow import ShadowExpert
+        from hoi4_arena.players.templates import sim_rules
+
+        rgba, hotspot = worker.pointer_image()
+        cursor = (rgba.shape[1], rgba.shape[0], hotspot)
+        return ShadowExpert(ScriptedPlayer(sim_rules(self.settings.size), plan.seed, cursor=cursor))
 
     def _recorder(self, plan: GamePlan) -> Any:
         from hoi4_arena.sessions.lock import remove_unfinished
@@ -423,7 +465,7 @@ class RolloutGame:
             else:  # the station's connection serves the run's next game: only this game's input goes
                 with contextlib.suppress(WorkerError):
                     self.worker.release()
-        self.worker = self.game = self.capture = None
+        self.worker = self.own = self.game = self.capture = None
         self.rival = self.rival_seat = self.rival_capture = None
         self._finished = True
 

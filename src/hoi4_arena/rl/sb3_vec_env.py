@@ -37,10 +37,10 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv  # this module is for SB3's users: SB3 is required
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.rl.env import action_space, check_action, observation_space
+from hoi4_arena.rl.env_wrappers import WRAPPER_SETTINGS, wrap
 from hoi4_arena.rl.rollout_game import RolloutSettings, Step
 from hoi4_arena.rl.vector_games import VectorGames
-from hoi4_arena.screen.env import action_space, check_action, observation_space
-from hoi4_arena.screen.env_wrappers import WRAPPER_SETTINGS, wrap
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.rewards import OUTCOME, TERMS, parse_weights, total
 

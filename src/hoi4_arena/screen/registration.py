@@ -11,7 +11,7 @@ so this is what makes
     import hoi4_arena, gymnasium
     env = gymnasium.make("hoi4_arena/Sim-v0")
 
-work in either import order. `gymnasium.make("hoi4_arena.screen.env:hoi4_arena/Sim-v0")` also works
+work in either import order. `gymnasium.make("hoi4_arena.rl.env:hoi4_arena/Sim-v0")` also works
 with no prior import at all.
 """
 
@@ -23,8 +23,8 @@ import sys
 from typing import Any
 
 IDS = {
-    "hoi4_arena/Sim-v0": "hoi4_arena.screen.env:SimEnv",
-    "hoi4_arena/SimFlat-v0": "hoi4_arena.screen.env_wrappers:make_flat_env",
+    "hoi4_arena/Sim-v0": "hoi4_arena.rl.env:SimEnv",
+    "hoi4_arena/SimFlat-v0": "hoi4_arena.rl.env_wrappers:make_flat_env",
 }
 
 

@@ -1,5 +1,6 @@
 """The Gymnasium env hoi4_arena/Sim-v0: registration, the env checker, same-seed determinism, vector envs
-(sync and async), rewards and episode ends, and refused actions."""
+(sync and async), rewards and episode ends, the scripted rival and the shadow expert's labels, and
+refused actions."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.screen.env import ENV_ID, SimEnv, check_action
+from hoi4_arena.gamelog import setup_milestones
+from hoi4_arena.rl.env import ENV_ID, SimEnv, check_action
 from hoi4_arena.screen.lattice import to_lattice, to_pixel
 from hoi4_arena.screen.tokens import KIND_IDS, MOVE
 
@@ -40,7 +42,7 @@ def test_registered_on_import_and_made_by_id() -> None:
 def test_gymnasium_imports_the_module_itself_from_the_module_id_form() -> None:
     code = (
         "import gymnasium\n"
-        "env = gymnasium.make('hoi4_arena.screen.env:hoi4_arena/Sim-v0', size=(180, 320))\n"
+        "env = gymnasium.make('hoi4_arena.rl.env:hoi4_arena/Sim-v0', size=(180, 320))\n"
         "obs, info = env.reset(seed=0)\n"
         "print(sorted(obs), info['side'])\n"
     )
@@ -118,10 +120,10 @@ def test_a_passive_side_loses_with_outcome_zero_and_the_provinces_term_sums_to_w
     arena = info["arena"]
     assert terminated and not truncated and arena["winner"] == "RED" and info["side"] == "BLU"
     # A loss is worth 0; the provinces term's sum is the share held at the end minus at the start (half).
-    assert outcome == 0.0 and env.tracker.sums["outcome"] == 0.0
+    assert outcome == 0.0 and env.rollout.tracker.sums["outcome"] == 0.0
     share = arena["sides"]["BLU"]["controlled"] / 192
     assert total == pytest.approx(share - 0.5) and share < 0.5
-    assert env.worker.status()["armed"] is None  # the match was finished
+    assert env.rollout.own.status()["armed"] is None  # the match was finished
     with pytest.raises(RuntimeError, match="reset"):
         env.step(NOOP)
     env.close()
@@ -151,8 +153,50 @@ def test_actions_move_the_pointer_and_keys_reach_the_game() -> None:
     action[0] = (MOVE, 100, 900)
     action[1] = (KIND_IDS["key_z_down"], 512, 512)  # non-move kinds ignore their (x, y)
     obs, *_ = env.step(action)
-    assert obs["pointer"].tolist() == list(to_lattice(*env.worker.game.pointer, (180, 320)))
-    assert env.worker.game.pointer == to_pixel(100, 900, (180, 320)) and env.worker.game.ui.keys == {"z"}
+    assert obs["pointer"].tolist() == list(to_lattice(*env.rollout.own.game.pointer, (180, 320)))
+    assert env.rollout.own.game.pointer == to_pixel(
+        100, 900, (180, 320)
+    ) and env.rollout.own.game.ui.keys == {"z"}
+    env.close()
+
+
+CALIBRATED = {"size": (540, 960), "arena": "plains:0"}  # the scripted player reads 960x540 (shipped)
+
+
+def _play(env: SimEnv, act) -> tuple[dict, list[dict]]:
+    """One episode: `act(info)` gives each action; the last info and every info before it."""
+    _, info = env.reset(seed=3)
+    infos = []
+    while True:
+        infos.append(info)
+        _, _, terminated, truncated, info = env.step(act(info))
+        if terminated or truncated:
+            return info, infos
+
+
+def test_the_shadow_labels_every_observation_and_its_labels_play_the_scripted_game() -> None:
+    """shadow=True: info's `expert` is the scripted player's input from each screen; played back as the
+    actions, they set the side up as the scripted player does, where doing nothing sets up nothing."""
+    env = SimEnv(**CALIBRATED, shadow=True, max_days=12)
+    last, infos = _play(env, lambda info: info["expert"])
+    assert all(info["expert"].shape == (8, 3) and info["expert"].dtype == np.int64 for info in infos)
+    assert "expert" not in last  # the episode's end: nobody acts on it
+    assert sum(bool((info["expert"][:, 0] != 0).any()) for info in infos) > 10  # it acts, not only waits
+    game = last["game"]
+    assert game["valid"] and game["days"] == 12 and game["opponent"] == "ai"
+    assert None not in (game["setup"]["army"], game["setup"]["front"], game["setup"]["offensive"])
+    idle, _ = _play(env, lambda info: NOOP)  # the same game, the labels given but never played
+    assert idle["game"]["setup"]["army"] is None
+    env.close()
+
+
+def test_the_scripted_player_as_the_rival_plays_the_other_side_on_its_own_screen() -> None:
+    env = SimEnv(**CALIBRATED, rival="scripted", max_days=12)
+    last, _ = _play(env, lambda info: NOOP)
+    assert last["game"]["opponent"] == "scripted" and last["game"]["valid"]
+    rival = setup_milestones(env.log.lines, "RED")  # the env's side is BLU: the rival set RED up
+    assert rival["army"] is not None and rival["front"] is not None
+    assert setup_milestones(env.log.lines, "BLU")["army"] is None
     env.close()
 
 
@@ -170,6 +214,12 @@ def test_bad_actions_and_settings_are_refused_with_a_message() -> None:
         SimEnv(colour="red")
     with pytest.raises(UserError, match="side"):
         SimEnv(side="GRN")
+    with pytest.raises(UserError, match="rival must be one of ai, scripted"):
+        SimEnv(rival="human")
+    with pytest.raises(UserError, match="no simulator calibration for 320x180"):
+        SimEnv(**SMALL, shadow=True)
+    with pytest.raises(UserError, match="shadow must be True or False"):
+        SimEnv(shadow="yes")
     with pytest.raises(UserError, match="fix the spaces"):
         SimEnv(**SMALL).reset(seed=0, options={"size": (360, 640)})
     env = SimEnv(**SMALL)

@@ -37,7 +37,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.screen.env import SimEnv
+from hoi4_arena.rl.env import SimEnv
 from hoi4_arena.screen.lattice import LATTICE
 from hoi4_arena.screen.tokens import KIND_IDS, KIND_NAMES, NONE, SLOTS
 from hoi4_arena.screen.views import VIEW_NAMES

@@ -1,4 +1,4 @@
-"""The wrappers for RL libraries (screen/env_wrappers.py), registration on `import hoi4_arena`
+"""The wrappers for RL libraries (rl/env_wrappers.py), registration on `import hoi4_arena`
 (screen/registration.py), and the SB3 example (scripts/sb3_ppo.py): flat actions and their inverse, image
 observations, both env checkers without a warning, same-seed determinism, and SB3's PPO learning."""
 
@@ -18,8 +18,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.screen.env import ENV_ID, SimEnv
-from hoi4_arena.screen.env_wrappers import (
+from hoi4_arena.rl.env import ENV_ID, SimEnv
+from hoi4_arena.rl.env_wrappers import (
     FLAT_ENV_ID,
     MOUSE_KINDS,
     FlatActions,
@@ -200,8 +200,8 @@ def test_a_flat_move_reaches_the_game_at_its_cell_centre() -> None:
     env.reset(seed=0)
     obs, *_ = env.step(np.array([MOUSE_KINDS.index("move"), 2, 5]))
     centre = (2 * np.array([2, 5]) + 1) * 1024 // 16
-    assert env.unwrapped.worker.game.pointer == to_pixel(*centre, (180, 320))
-    lattice = to_lattice(*env.unwrapped.worker.game.pointer, (180, 320))
+    assert env.unwrapped.rollout.own.game.pointer == to_pixel(*centre, (180, 320))
+    lattice = to_lattice(*env.unwrapped.rollout.own.game.pointer, (180, 320))
     assert np.allclose(obs["pointer"] * 1023, lattice)
     env.close()
 

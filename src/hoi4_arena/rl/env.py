@@ -5,17 +5,18 @@ Registered by a plain `import hoi4_arena` (`screen/registration.py`) and when th
 For RL libraries, `hoi4_arena/SimFlat-v0` flattens the action and gives 3-D images (`env_wrappers.py`):
 
     import gymnasium
-    env = gymnasium.make("hoi4_arena.screen.env:hoi4_arena/Sim-v0", arena="river", size=(360, 640))
+    env = gymnasium.make("hoi4_arena.rl.env:hoi4_arena/Sim-v0", arena="river", size=(360, 640))
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
 
-    envs = gymnasium.make_vec("hoi4_arena.screen.env:hoi4_arena/Sim-v0", num_envs=4,
+    envs = gymnasium.make_vec("hoi4_arena.rl.env:hoi4_arena/Sim-v0", num_envs=4,
                               vectorization_mode="async")    # or "sync"
 
 Each episode is a new game: `reset(seed=...)` draws the game's seed (and the side, with side="random")
-from the env's generator, opens a `SimWorker`, runs the match harness (`match.start_match`: the console's
-coin picks the declarer, the requested speed, unpause) and arms the worker in match mode. The policy
-then plays the side against the game's AI:
+from the env's generator and begins the game as train-ppo's rollouts do (`rl/rollout_game.RolloutGame`,
+the one loop that steps a game: a `SimWorker`, the match harness with the console's coin picking the
+declarer, the requested speed, unpause, the worker armed in match mode). The policy then plays the side
+against `rival`:
 
 - observation (a Dict): 'global' (h, w, 3), 'quadrants' (4, h, w, 3) and 'fovea' (f, f, 3) uint8 views
   of the layout; 'speed' (Discrete(5): game speed - 1, what the top bar shows); 'pointer' (2,) int64 on
@@ -30,19 +31,25 @@ then plays the side against the game's AI:
   the shaping terms `reward` weighs, e.g. `reward={"setup": 0.1, "provinces": 0.05}` (the terms setup,
   victory_points and provinces, each a potential difference read from the ARENA log; default: none, the
   outcome alone, as train-ppo's `--reward`);
+- rival: the game's AI (`ai`, at `ai_strength`), or the scripted player on its own screen of a
+  two-player world (`scripted`);
 - start: a new game of `arena`, or with `save` the saved game going on (make-ladder's rungs: a
   `reset(options={"save": path})` per episode draws them), its side the save's;
+- with `shadow=True`, info's `expert` is the scripted player's label of each observation (the (8, 3)
+  tokens it would play from that screen, `players/shadow.py`: it takes its state from the screen, as
+  DAgger's shadow does), the extra stream a DAgger learner trains on;
 - terminated at capitulation; truncated at the world's max days (a draw) or after `max_decisions`;
 - info (training only; a policy never sees it): the ARENA state folded from the log (date, attacker,
   winner, draw, per side divisions, strength, controlled, surrender, casualties, manpower), the side,
   the declarer, the decision count, the game's seed (`seed`: the runner's `--seed` plays the same game)
   and `terms`, each reward term of the step unweighted (outcome, setup, victory_points, provinces: the
-  reward is their weighted sum).
+  reward is their weighted sum); at the episode's end `game`, the game's summary (outcome, days, setup,
+  each term's sum, whether it counts).
 
 The env is deterministic for a seed: two envs reset with the same seed and given the same actions
 produce the same observations, byte for byte.
 
-Try: python -m hoi4_arena.screen.env    (a random policy for 500 decisions, and how fast they ran)
+Try: python -m hoi4_arena.rl.env    (a random policy for 500 decisions, and how fast they ran)
 """
 
 from __future__ import annotations
@@ -57,18 +64,20 @@ from gymnasium import spaces
 
 from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
-from hoi4_arena.maps.model import TAGS, other_tag
-from hoi4_arena.screen.game import Game, GameSettings
-from hoi4_arena.screen.lattice import LATTICE, to_lattice
+from hoi4_arena.maps.model import TAGS
+from hoi4_arena.players.templates import sim_rules
+from hoi4_arena.rl.rollout_game import GamePlan, RolloutGame, RolloutSettings, Step
+from hoi4_arena.screen.lattice import LATTICE
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.match import MatchLog
-from hoi4_arena.screen.rewards import OUTCOME, TERMS, RewardTracker, parse_weights, total
-from hoi4_arena.screen.sim_worker import SimWorker
-from hoi4_arena.screen.tokens import MOVE, NUM_KINDS, SLOTS, tokens_to_events
-from hoi4_arena.screen.worker import Capture, CaptureRequest, WorkerError
+from hoi4_arena.screen.rewards import OUTCOME, TERMS, parse_weights, total
+from hoi4_arena.screen.tokens import MOVE, NUM_KINDS, SLOTS
+from hoi4_arena.screen.worker import CaptureRequest
+from hoi4_arena.sim.save import read_header
 
 ENV_ID = "hoi4_arena/Sim-v0"
 SIDES = (*TAGS, "random")
+RIVALS = ("ai", "scripted")
 _SEED_BOUND = 2**31
 
 
@@ -103,6 +112,11 @@ class SimEnvConfig:
     """A save the episode goes on from (make-ladder's rung saves, sim-save's files), or None: a new game.
     The save fixes the map, the world's seeds, the side played, the AI and the screen (arena, side,
     ai_strength, size, news and events are not used); a save whose match runs is not started again."""
+    rival: str = "ai"
+    """Who plays the other side: ai (the game's AI) or scripted (the scripted player on its own screen of
+    a two-player world; not with a save)."""
+    shadow: bool = False
+    """Label every observation with the scripted player's input from that screen (info's `expert`)."""
 
     def __post_init__(self) -> None:
         try:
@@ -128,6 +142,27 @@ class SimEnvConfig:
             raise UserError(
                 f"save {self.save!r} is no file (make-ladder's rung saves are OUT/GAME/S0.simsave ...)"
             )
+        if self.rival not in RIVALS:
+            raise UserError(f"rival must be one of {', '.join(RIVALS)}, not {self.rival!r}")
+        if self.rival != "ai" and self.save is not None:
+            raise UserError("a save goes on against the game's AI it was saved with: rival must be ai")
+        if not isinstance(self.shadow, bool):
+            raise UserError(f"shadow must be True or False, not {self.shadow!r}")
+        if self.shadow or self.rival == "scripted":
+            sim_rules(self.size)  # the scripted player reads a screen it is calibrated for (UserError if not)
+
+    def rollout_settings(self) -> RolloutSettings:
+        """What the env's rollout game plays with."""
+        return RolloutSettings(
+            size=self.size,
+            layout=self.layout,
+            speed=self.speed,
+            max_days=self.max_days,
+            max_decisions=self.max_decisions,
+            news=self.news,
+            events=self.events,
+            shadow=self.shadow,
+        )
 
 
 def action_space() -> spaces.MultiDiscrete:
@@ -196,20 +231,6 @@ def arena_info(log: MatchLog) -> dict[str, Any]:
     }
 
 
-class _Observer:
-    """The env's side of `screen.game.Game`: it asks for the views (and the frame when rendering); the
-    actions come from `step`, not from a `decide`."""
-
-    setup_keys = False
-
-    def __init__(self, layout: ViewLayout, render: bool) -> None:
-        self.layout = layout
-        self.render = render
-
-    def request(self) -> CaptureRequest:
-        return CaptureRequest(views=True, full=self.render)
-
-
 class SimEnv(gymnasium.Env):
     """`hoi4_arena/Sim-v0`; see the module docstring. Keywords are `SimEnvConfig`'s fields."""
 
@@ -227,18 +248,19 @@ class SimEnv(gymnasium.Env):
         self.layout = ViewLayout.named(self.config.layout)
         self.observation_space = observation_space(self.layout)
         self.action_space = action_space()
-        self.worker: SimWorker | None = None
-        self.game: Game | None = None
+        self.rollout: RolloutGame | None = None
+        """The one loop that steps the game (train-ppo's rollouts step the same)."""
         self.log: MatchLog | None = None
-        self._observer = _Observer(self.layout, render_mode == "rgb_array")
-        self._capture: Capture | None = None
         self.side = self.config.side if self.config.side != "random" else TAGS[0]
         self.declarer = ""
         self.decisions = 0
         self.seed = 0
         """The game's seed, drawn from the env's generator at reset."""
-        self.tracker: RewardTracker | None = None
+        self._episode = self.config
+        self._episodes = 0
         self._terms = dict.fromkeys((OUTCOME, *TERMS), 0.0)
+        self._expert: np.ndarray | None = None
+        self._summary: dict[str, Any] | None = None
         self._frame: np.ndarray | None = None
         self._done = False
 
@@ -255,101 +277,89 @@ class SimEnv(gymnasium.Env):
             if unknown:
                 raise UserError(f"unknown reset options {unknown}; they are Sim-v0 settings, e.g. side")
             config = replace(config, **options)
-        self._close_worker()
         game_seed = self.seed = int(self.np_random.integers(_SEED_BOUND))
-        self.side = config.side if config.side != "random" else TAGS[int(self.np_random.integers(2))]
-        running = False
-        if config.save is not None:  # the saved game goes on: its map, seeds, side and AI
-            self.worker = SimWorker(save=config.save, layout=self.layout)
-            self.worker.game.world.max_days = config.max_days  # from the game's start, as the save's own
-            self.side = self.worker.game.ui.player
-            running = self.worker.game.world.at_war  # declared: the harness must not start it again
-        else:
-            self.worker = SimWorker(
-                config.arena,
-                game_seed,
-                size=config.size,
-                layout=self.layout,
-                player=self.side,
-                ai={other_tag(self.side): float(config.ai_strength)},
-                max_days=config.max_days,
-                news=config.news,
-                events=config.events,
-                player_kind="policy",
-            )
-        # One decision a step of the runner's game: the same match, grid and end as every command's games.
-        self.game = Game(
-            self.worker,
-            GameSettings(
-                side=self.side, speed=config.speed, max_decisions=config.max_decisions, running=running
-            ),
+        side = config.side if config.side != "random" else TAGS[int(self.np_random.integers(2))]
+        settings = config.rollout_settings()
+        if self.rollout is None or self.rollout.settings != settings:
+            self._shutdown()
+            self.rollout = RolloutGame(settings, render=self.render_mode == "rgb_array")
+        spec = config.arena
+        if config.save is not None:  # the save's own map (its orders are read against it at the end)
+            spec = read_header(config.save)[0].get("arena") or config.arena
+        plan = GamePlan(
+            slot=0,
+            number=self._episodes,
+            arena=spec.partition(":")[0],
+            spec=spec,
+            seed=game_seed,
+            side=side,
+            ai_strength=float(config.ai_strength),
+            opponent=config.rival,
+            save=config.save,
         )
-        self.game.start(self._observer)
-        self.log = self.game.log
-        self.declarer = self.game.record.declarer or ""
+        self._episodes += 1
         self._episode = config
         self._done = False
+        self._summary = None
+        step = self.rollout.begin(plan)
+        game = self.rollout.game
+        self.side = self.rollout.plan.side  # a save fixes the side: the plan says it now
+        self.log = game.log
+        self.declarer = game.record.declarer or ""
         self.decisions = 0
-        self.tracker = RewardTracker(self.side, self.worker.game.arena)
-        observation = self._observe()
-        self.tracker.start(self.log)  # every term's potential at the first observation, as a rollout's
         self._terms = dict.fromkeys((OUTCOME, *TERMS), 0.0)
-        return observation, self._info()
+        return self._observe(step), self._info()
 
     def step(self, action: Any):
-        if self.worker is None or self.log is None:
+        if self.rollout is None or self.log is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over: call reset() for a new game")
         tokens = check_action(action)
-        game, capture = self.game, self._capture
-        assert game is not None and capture is not None
-        events = tokens_to_events(
-            tokens, capture.t_ns, capture.size, pointer=capture.pointer, source="policy"
-        )
-        try:
-            game.act(events)
-        except WorkerError as error:  # the tokens are match-mode tokens, so this is a bug, not input
-            raise RuntimeError(f"the worker refused a valid action: {error}") from error
+        game = self.rollout.game
+        step = self.rollout.step(tokens, None)  # None: the episode's end begins no game
         self.decisions = game.record.decisions
-        observation = self._observe()  # polls the log: the game's end is known now
-        self._terms = self.tracker.after(game)
+        if step.done and game.end.startswith("error"):  # match-mode tokens: a bug, not input
+            raise RuntimeError(f"the worker refused a valid action: {game.end}")
+        observation = self._observe(step)
+        self._terms = {**dict.fromkeys((OUTCOME, *TERMS), 0.0), **step.rewards}
         reward = total(self._terms, self._episode.reward)
         terminated = self.log.state.winner is not None
         truncated = self.log.state.draw is not None or (game.end == "max_decisions" and not terminated)
-        if game.ended:
+        if step.done:
             self._done = True
-            game.finish(self._observer)
+            self._summary = step.summary
         return observation, float(reward), terminated, truncated, self._info()
 
     def render(self) -> np.ndarray | None:
-        if self.render_mode != "rgb_array" or self.worker is None:
+        if self.render_mode != "rgb_array" or self.rollout is None or self.rollout.game is None:
             return None
         if self._frame is None:
-            self._frame = self.game.worker.capture(CaptureRequest(views=False, full=True)).frame
+            self._frame = self.rollout.game.worker.capture(CaptureRequest(views=False, full=True)).frame
         return self._frame.copy()
 
     def close(self) -> None:
-        self._close_worker()
+        self._shutdown()
         super().close()
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    def _observe(self) -> dict[str, Any]:
-        assert self.worker is not None and self.game is not None
-        capture = self._capture = self.game.observe(self._observer)
-        self._frame = capture.frame
+    def _observe(self, step: Step) -> dict[str, Any]:
+        rollout = self.rollout
+        assert rollout is not None and rollout.game is not None and rollout.capture is not None
+        self._frame = rollout.capture.frame
+        self._expert = step.expert
         return {
-            "global": capture.views["global"],
-            "quadrants": capture.views["quadrants"],
-            "fovea": capture.views["fovea"],
-            "speed": np.int64(self.worker.game.clock.speed - 1),
-            "pointer": np.asarray(to_lattice(*capture.pointer, capture.size), dtype=np.int64),
+            "global": step.views["global"],
+            "quadrants": step.views["quadrants"],
+            "fovea": step.views["fovea"],
+            "speed": np.int64(rollout.own.game.ui.clock.speed - 1),  # what the top bar shows
+            "pointer": np.asarray(step.pointer, dtype=np.int64),
         }
 
     def _info(self) -> dict[str, Any]:
         assert self.log is not None
-        return {
+        info = {
             "arena": arena_info(self.log),
             "side": self.side,
             "declarer": self.declarer,
@@ -357,15 +367,17 @@ class SimEnv(gymnasium.Env):
             "seed": self.seed,
             "terms": dict(self._terms),
         }
+        if self._expert is not None:
+            info["expert"] = self._expert.copy()
+        if self._summary is not None:
+            info["game"] = dict(self._summary)
+        return info
 
-    def _close_worker(self) -> None:
-        if self.worker is not None:
-            if self.game is not None and not self._done:
-                self.game.finish(self._observer)
-            self.worker.close()
-            self.worker = None
-            self.game = None
-            self.log = None
+    def _shutdown(self) -> None:
+        if self.rollout is not None:
+            self.rollout.shutdown()
+            self.rollout = None
+        self.log = None
 
     def settings(self) -> dict[str, Any]:
         """The config as JSON-able values (saved beside training outputs)."""
