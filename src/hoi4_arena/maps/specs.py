@@ -3,23 +3,25 @@
 An entry of `--arena` is one of:
 
 - a bare preset (`plains`): its map of seed 0 (`defaults.BARE_MAP_SEED`), in play-policy, record-ai,
-  evaluate, collect-pair and the quickstart alike (train-ppo: with its default `--map-seeds 0-0`);
+  evaluate, collect-pair, live and the quickstart alike (train-ppo: with its default `--map-seeds 0-0`);
 - `preset:seed` (`river:3`): that one map;
 - `preset:A-B` (`plains:0-999`): the maps of map seeds A..B, both included. A game of seed s plays map
   seed A + (s - A) mod (B - A + 1): its own game seed when that lies in A..B, wrapped into the range
   otherwise. The two games of a side-swapped pair share their seed, so they play the same map;
-- a saved map folder (`hoi4-arena generate-map`'s OUT).
+- a saved map folder (`hoi4-arena make-map`'s OUT).
 
 `all` is the seven presets; `all:S` and `all:A-B` are each of them at that seed or range. Several entries
 are comma-separated, and the pairs of a run take them in turn: pair k plays entry k mod n on its own game
-seed. So `plains:0-999,passes:0-999` from `--seed 0` plays plains:0, passes:1, plains:2, passes:3, ...,
-every pair on a map of its own until the seeds wrap (an entry meets every n-th seed of its range).
-record-ai's old bare preset (map seed = game seed) is `preset:0-N` for any N at or above the run's last
-game seed.
+seed (play-policy with a fixed --side: game k; collect-pair on its salted game seed; train-ppo, whose
+games are drawn rather than planned in pairs, draws the entry and a range's map seed game by game).
+So `plains:0-999,passes:0-999` from `--seed 0` plays plains:0, passes:1, plains:2, passes:3, ..., every
+pair on a map of its own until the seeds wrap (an entry meets every n-th seed of its range). record-ai's
+old bare preset (map seed = game seed) is `preset:0-N` for any N at or above the run's last game seed.
 
-Results rows name a bare preset or a range by its preset (so win-rate groups a range's games together)
-and the concrete map in `map`; session manifests keep the concrete `preset:seed` (training's guard,
-`maps/held_out.py`, reads it there).
+Results rows of play-policy and record-ai name a bare preset or a range by its preset (so win-rate groups
+a range's games together), with the map played in `map` (record-ai's rows always, play-policy's for a
+range); collect-pair's rows name the map itself. Session manifests keep the concrete `preset:seed`
+(training's guard, `maps/held_out.py`, reads it there).
 
 Try: python -m hoi4_arena.maps.specs plains:0-999,passes:0-999 5 4
 """

@@ -441,7 +441,7 @@ class _Progress:
             self.bar.reset(
                 self.decisions,
                 total=self.limits.decisions_per_game or None,
-                description=f"game {plan.index} ({Path(plan.arena).name} s{plan.seed} {plan.side})",
+                description=f"game {plan.index} ({Path(plan.spec).name} s{plan.seed} {plan.side})",
             )
 
     def decision(self, count: int) -> None:
