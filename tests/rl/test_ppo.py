@@ -4,6 +4,7 @@ bad input refused with nothing written."""
 from __future__ import annotations
 
 import math
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.rl import rollout_game
+from hoi4_arena.rl import ppo, rollout_game
 from hoi4_arena.rl.ppo import pact_value_loss, train_ppo, windows_of
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.screen.tokens import NONE
@@ -85,13 +86,29 @@ def test_a_tiny_run_raises_a_shaped_return(tmp_path: Path, tiny: dict, monkeypat
 
 
 @pytest.mark.slow
-def test_resume_gives_the_uninterrupted_run(tmp_path: Path, tiny: dict) -> None:
+def test_resume_gives_the_uninterrupted_run(tmp_path: Path, tiny: dict, monkeypatch) -> None:
     whole = train_ppo(_config(tmp_path / "whole", tiny))
     part = _config(tmp_path / "part", tiny, updates=1)
     train_ppo(part)
     resumed = train_ppo(part, resume=True, changes={"updates": 2})
     assert resumed["updates"] == 2
     assert resumed["weights_sha256"] == whole["weights_sha256"]
+
+    # Ctrl+C during update 1 of 2 (no periodic save due): the run ends after that update, saves it, and
+    # the resumed run ends on the uninterrupted weights.
+    game_stats = ppo._game_stats
+
+    def ctrl_c_once(*args):
+        monkeypatch.setattr(ppo, "_game_stats", game_stats)
+        signal.raise_signal(signal.SIGINT)  # what Ctrl+C sends
+        return game_stats(*args)
+
+    monkeypatch.setattr(ppo, "_game_stats", ctrl_c_once)
+    stopped = _config(tmp_path / "stopped", tiny, save_every=3600.0)
+    summary = train_ppo(stopped)
+    assert summary["stopped"] == "interrupt" and summary["updates"] == 1
+    assert (tmp_path / "stopped" / "update-0001.pt").is_file()
+    assert train_ppo(stopped, resume=True)["weights_sha256"] == whole["weights_sha256"]
     # The checkpoints load as policies (play-policy, evaluate).
     from hoi4_arena.models.checkpoint import load_checkpoint
 
