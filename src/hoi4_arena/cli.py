@@ -29,7 +29,7 @@ from hoi4_arena.cli_options import (
     low_high,
     value_list,
 )
-from hoi4_arena.defaults import ARENA
+from hoi4_arena.defaults import ARENA, BARE_MAP_SEED
 from hoi4_arena.errors import UserError, existing_file
 from hoi4_arena.numerics import pin_numerics
 
@@ -549,12 +549,19 @@ def control_command(
 
 @app.command("sim-run", rich_help_panel="Simulator and maps")
 def sim_run_command(
-    arena: Annotated[str, typer.Option("--arena", help="Preset name, preset:seed, or a map folder.")] = ARENA,
+    arena: Annotated[
+        str,
+        typer.Option(
+            "--arena",
+            help="Preset name (its map of seed 0, as in every command), preset:seed, or a map folder.",
+        ),
+    ] = ARENA,
     preset: Annotated[
         str | None, typer.Option("--preset", hidden=True, help="The old name of --arena.")
     ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", help="World seed; also the map's seed unless --arena names one.")
+        int,
+        typer.Option("--seed", help="World seed (battle luck, events, the console's coin); not the map's."),
     ] = 0,
     ai: Annotated[
         str, typer.Option("--ai", help="Sides the game's AI plays: both, BLU, RED or none.")
@@ -587,7 +594,7 @@ def sim_run_command(
         if arena != ARENA and arena != preset:
             raise UserError(f"--arena {arena} and --preset {preset} name two maps; give --arena alone")
         arena = preset
-    spec = arena if (":" in arena or Path(arena).is_dir()) else f"{arena}:{seed}"
+    spec = arena if (":" in arena or Path(arena).is_dir()) else f"{arena}:{BARE_MAP_SEED}"  # maps/specs.py
     config = GameConfig(
         arena=spec,
         seed=seed,

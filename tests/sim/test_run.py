@@ -17,7 +17,7 @@ def test_sim_run_plays_a_game_and_writes_the_log(tmp_path) -> None:
     out = _cli(
         "sim-run",
         "--arena",
-        "river",
+        "river:3",
         "--seed",
         "3",
         "--ai",
@@ -37,6 +37,12 @@ def test_sim_run_plays_a_game_and_writes_the_log(tmp_path) -> None:
     state = ArenaState.from_lines(lines)
     assert state.winner == result["winner"] and state.sides["BLU"].player == "ai"
     assert (tmp_path / "map" / "raster.png").is_file()
+    # A bare preset is its map of seed 0 whatever the world seed, as in every command (maps/specs.py).
+    bare = _cli(
+        "sim-run", "--arena", "river", "--seed", "3", "--days", "2", "--userdir", str(tmp_path / "bare")
+    )
+    assert bare.returncode == 0, bare.stderr
+    assert json.loads(bare.stdout)["map_seed"] == 0
 
 
 def test_sim_run_refuses_bad_input_with_a_message() -> None:

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hoi4_arena.defaults import ARENA
+from hoi4_arena.defaults import ARENA, BARE_MAP_SEED
 from hoi4_arena.errors import UserError
 from hoi4_arena.sim.input import SimEvent
 from hoi4_arena.sim.window import IDLE_WAIT_MS, MAX_STEP_MS, sdl_keys, to_sim_events
@@ -34,7 +34,7 @@ class PairWindowConfig:
     """One two-player game in two windows."""
 
     arena: str = ARENA
-    """Preset:seed or a map folder (a bare preset is its map of the world seed)."""
+    """Preset:seed or a map folder (a bare preset is its map of seed 0, as in every command)."""
     seed: int = 0
     """World seed."""
     size: tuple[int, int] = (540, 960)
@@ -58,7 +58,9 @@ class PairWindowConfig:
 
     @property
     def arena_spec(self) -> str:
-        return self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:{self.seed}"
+        return (
+            self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:{BARE_MAP_SEED}"
+        )
 
 
 def pair_game(config: PairWindowConfig):

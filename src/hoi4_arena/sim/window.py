@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hoi4_arena.defaults import ARENA
+from hoi4_arena.defaults import ARENA, BARE_MAP_SEED
 from hoi4_arena.errors import UserError
 from hoi4_arena.sim.clock import SPEEDS
 from hoi4_arena.sim.input import SimEvent
@@ -33,9 +33,9 @@ class WindowConfig:
     """One game in a window."""
 
     arena: str = ARENA
-    """Preset name, preset:seed, or a map folder (a bare preset's map takes the world seed)."""
+    """Preset name, preset:seed, or a map folder (a bare preset is its map of seed 0, as in every command)."""
     seed: int = 0
-    """World seed (battle luck, events, the console's coin); also the map's seed unless the arena names one."""
+    """World seed (battle luck, events, the console's coin); the map's seed is the arena's."""
     size: tuple[int, int] = (1080, 1920)
     """Window client size (height, width), 16:9."""
     player: str = "BLU"
@@ -88,8 +88,10 @@ class WindowConfig:
 
     @property
     def arena_spec(self) -> str:
-        """The map to load: a bare preset is its map of the world seed."""
-        return self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:{self.seed}"
+        """The map to load: a bare preset is its map of seed 0 (maps/specs.py)."""
+        return (
+            self.arena if ":" in self.arena or Path(self.arena).is_dir() else f"{self.arena}:{BARE_MAP_SEED}"
+        )
 
 
 def parse_size(text: str) -> tuple[int, int]:
