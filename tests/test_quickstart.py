@@ -139,6 +139,9 @@ def test_quickstart_end_to_end_and_resume(tmp_path: Path) -> None:
     assert seeds["win_rate"]["min"] <= seeds["win_rate"]["mean"] <= seeds["win_rate"]["max"]
     assert set(result2["seed_spread"]) == {"plains:0", "ford:2"}
     assert "Training seeds" in (out / "report.html").read_text()
+    rated = {row["player"] for row in result2["ratings"]["plains:0"]}
+    assert rated == {"ai", "learned", "learned-2", "scripted", "random"}
+    assert "League table" in (out / "report.html").read_text()
 
 
 def test_a_report_is_kept_only_while_it_is_the_report_of_the_stages(tmp_path: Path) -> None:
@@ -403,3 +406,37 @@ def test_the_seed_spread_is_the_mean_and_range_of_the_learned_policies(tmp_path:
     assert row["seeds"] == [0, 1, 2] and row["wins"] == [6, 2, 4] and row["setups"] == [16, 10, 19]
     assert row["win_rate"] == pytest.approx({"mean": 0.2, "min": 0.1, "max": 0.3})
     assert row["setup_rate"] == pytest.approx({"mean": 0.75, "min": 0.5, "max": 0.95})
+
+
+def test_the_report_rates_every_player_against_the_ai_on_each_map(tmp_path: Path) -> None:
+    """The league table of the report: Bradley-Terry ratings from the evaluation games, the AI at 1000; a
+    player that never scored rated below one that won half its games, flagged as the prior's bound."""
+    from hoi4_arena.quickstart import _ratings
+    from hoi4_arena.results import GameResult
+
+    def games(player: str, wins: int, n: int = 8) -> list[GameResult]:
+        return [
+            GameResult(
+                player=player,
+                side="BLU" if k % 2 == 0 else "RED",
+                winner=("BLU" if k % 2 == 0 else "RED") if k < wins else ("RED" if k % 2 == 0 else "BLU"),
+                valid=True,
+                arena="plains:0",
+                seed=1000 + k // 2,
+            )
+            for k in range(n)
+        ]
+
+    config = QuickstartConfig(out=tmp_path / "q")
+    rows = {"learned": games("learned", 4), "scripted": games("scripted", 6), "random": games("random", 0)}
+    held = {"learned": games("learned", 2), "scripted": games("scripted", 4)}
+    tables = _ratings(config, rows, held)
+    assert list(tables) == ["plains:0", "river:7"]
+    table = {row["player"]: row for row in tables["plains:0"]}
+    assert table["ai"]["rating"] == 1000 and table["ai"]["anchor"]
+    assert table["scripted"]["rating"] > table["learned"]["rating"] > table["random"]["rating"]
+    assert abs(table["learned"]["rating"] - 1000) < 1  # 4 of 8: even with the AI
+    assert table["random"]["prior_bound"] == "never scored" and table["learned"]["prior_bound"] is None
+    assert table["learned"]["low"] < table["learned"]["rating"] < table["learned"]["high"]  # seeds resampled
+    assert {row["player"] for row in tables["river:7"]} == {"ai", "learned", "scripted"}
+    assert _ratings(config, rows, held) == tables  # a seeded bootstrap

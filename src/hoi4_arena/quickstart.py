@@ -694,11 +694,13 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
     rows = {player: read_results(out / "eval" / player / "results.jsonl") for player in players}
     records = {player: player_record(rows[player]) for player in players}
     held_out: dict[str, Any] = {}
+    held_rows: dict[str, list[GameResult]] = {}
     if config.held_out_spec:
-        held_out = {
-            player: player_record(read_results(out / "eval" / HELD_OUT / player / "results.jsonl"))
+        held_rows = {
+            player: read_results(out / "eval" / HELD_OUT / player / "results.jsonl")
             for player in (*names, *HELD_OUT_PLAYERS[1:], *tuned)
         }
+        held_out = {player: player_record(found) for player, found in held_rows.items()}
     curves = _training_curves(out, pictures / "training.png")
     training = state.stages.get("training", {})
     planned = config.scaled
@@ -751,6 +753,7 @@ def report(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
         },
         "fine_tuning": _fine_tuning(config, state) if tuned else {},
         "seed_spread": _seed_spread(config, records, held_out) if len(names) > 1 else {},
+        "ratings": _ratings(config, rows, held_rows),
         "heatmap": {
             k: heat.get(k)
             for k in ("median_distance_lattice", "median_distance_px", "in_hottest_1pct", "drawn")
@@ -785,6 +788,28 @@ def _fine_tuning(config: QuickstartConfig, state: RunState) -> dict[str, Any]:
             for key in ("paired_games", "complete", "table", "win_rate_difference", "score_difference")
         }
     return {"updates": config.rl_updates, "summary": state.stages.get("fine-tuning", {}), "paired": paired}
+
+
+def _ratings(
+    config: QuickstartConfig, rows: dict[str, list[GameResult]], held_rows: dict[str, list[GameResult]]
+) -> dict[str, Any]:
+    """Every player's Elo rating against the game's AI (fixed at 1000) on each map, from the same games
+    (`evaluation/ratings.py`, as `hoi4-arena ratings`; the bootstrap draws seeds, both sides together)."""
+    from hoi4_arena.evaluation.ratings import ANCHOR, SCORES, Game, RatingsConfig, rate
+
+    tables = {}
+    for arena, players in ((config.arena_spec, rows), (config.held_out_spec, held_rows)):
+        games = [
+            Game(player, ANCHOR, SCORES[row.outcome], arena, f"{row.arena} {row.seed}")
+            for player, found in players.items()
+            for row in found
+            if row.valid
+        ]
+        if games:
+            tables[arena] = rate(
+                games, RatingsConfig.resamples, RatingsConfig.seed, RatingsConfig.prior_draws
+            )
+    return tables
 
 
 def _seed_spread(
@@ -943,6 +968,30 @@ def _html(config: QuickstartConfig, result: dict[str, Any], heat: dict[str, Any]
             f"same settings, training seeds {', '.join(map(str, seeds))} (the rows <i>learned</i>, "
             f"<i>learned-2</i>, ...), each on the same games:</p><ul>{''.join(lines)}</ul>"
         )
+    ratings_section = ""
+    if result.get("ratings"):
+        tables = []
+        for arena, rated in result["ratings"].items():
+            cells = "".join(
+                f"<tr><td>{esc(row['player'])}</td><td>{row['rating']:.0f}</td><td>"
+                + (
+                    "anchor"
+                    if row["anchor"]
+                    else f"[{row['low']:.0f}, {row['high']:.0f}]"
+                    + (f" ({esc(row['prior_bound'])}: the prior's bound)" if row["prior_bound"] else "")
+                )
+                + f"</td><td>{row['games']}</td></tr>"
+                for row in rated
+            )
+            tables.append(
+                f"<h3>{esc(arena)}</h3><table><tr><th>player</th><th>Elo</th><th>95% bootstrap</th>"
+                f"<th>games</th></tr>{cells}</table>"
+            )
+        ratings_section = (
+            "<h2>League table</h2><p>Bradley-Terry ratings in Elo points from the games above (the game's AI "
+            "fixed at 1000, a draw half a win, one virtual draw against the AI each; intervals from "
+            "resampling the seeds: docs/ratings.md).</p>" + "".join(tables)
+        )
     strip = result["strip"]
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>hoi4-arena quickstart report</title>
@@ -961,6 +1010,7 @@ the learned policy plays with {esc(_settings_text(PLAY_SETTINGS))}; each player 
 <p>Setup columns: games in which the player formed an army, drew a front, drew an offensive and executed
 it (read from the game's ARENA log; the policy never reads it).</p>
 {held_section}
+{ratings_section}
 {spread_section}
 {tuning_section}
 <h2>Training</h2><img src="report/training.png">
