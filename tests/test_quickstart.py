@@ -193,6 +193,12 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
         QuickstartConfig(out=tmp_path / "a", arena="plains,river:7", held_out="river:7")
     with pytest.raises(UserError, match="one map"):
         QuickstartConfig(out=tmp_path / "a", held_out="river,ford")
+    with pytest.raises(UserError, match="one map"):
+        QuickstartConfig(out=tmp_path / "a", held_out="ford:0-9")
+    with pytest.raises(UserError, match="training maps"):  # inside a training range
+        QuickstartConfig(out=tmp_path / "a", arena="bay,plains:0-99", held_out="plains:5")
+    ranged = QuickstartConfig(out=tmp_path / "a", arena="plains:0-99,bay", held_out="plains:100")
+    assert ranged.arena_spec == "plains:0-99,bay:0" and ranged.held_out_spec == "plains:100"
     for arena in ("river", "plains,bay:1000"):  # the benchmark's maps are for evaluation only
         with pytest.raises(UserError, match="is on the benchmark's maps"):
             QuickstartConfig(out=tmp_path / "a", arena=arena)

@@ -142,8 +142,8 @@ class QuickstartConfig:
     """Bound the whole run by wall-clock minutes instead (>= 2): the games scale down, training gets
     what the rest leaves (the report says how many steps it made). None: fixed work, --train-steps."""
     arena: str = ARENA
-    """Training map(s): presets (map seed 0) or preset:seed, comma-separated; games cycle over them. Not
-    the benchmark's maps (river, map seeds >= 1000)."""
+    """Training map(s): presets (map seed 0), preset:seed or preset:A-B (a new map seed every pair of games),
+    comma-separated; pairs of games cycle over them. Not the benchmark's maps (river, map seeds >= 1000)."""
     held_out: str = "river:7"
     """A map the demonstrations never show, where the learned and scripted players also play (none: skip)."""
     games: int = 20
@@ -217,17 +217,31 @@ class QuickstartConfig:
             raise UserError(f"--policy: {error}") from None
         if self.out.exists() and not self.out.is_dir():
             raise UserError(f"{self.out} exists and is not a folder")
-        from hoi4_arena.play.runner import map_list
+        from hoi4_arena.play.runner import run_maps
 
-        self.arena_spec = ",".join(map_list(self.arena, bare_seed=0))
+        entries = run_maps(self.arena)
+        self.arena_spec = ",".join(entry.spec for entry in entries)
         held_out = None if self.held_out in (None, "", "none") else self.held_out
-        self.held_out_spec = ",".join(map_list(held_out, bare_seed=0)) if held_out else None
-        if self.held_out_spec and "," in self.held_out_spec:
-            raise UserError(f"--held-out is one map (preset, preset:seed or a folder), not {held_out!r}")
-        if self.held_out_spec and self.held_out_spec in self.arena_spec.split(","):
-            raise UserError(
-                f"--held-out {held_out} is one of the training maps: choose a map they never show"
-            )
+        self.held_out_spec = None
+        if held_out:
+            (held, *more) = run_maps(held_out)
+            if more or held.kind == "range":
+                raise UserError(f"--held-out is one map (preset, preset:seed or a folder), not {held_out!r}")
+            self.held_out_spec = held.spec
+            # A training entry shows the held-out map when it is that folder or its preset's seed lies in
+            # the entry's seeds (a range included).
+            if any(
+                entry.spec == held.spec
+                or (
+                    entry.preset is not None
+                    and entry.preset == held.preset
+                    and entry.low <= held.low <= entry.high
+                )
+                for entry in entries
+            ):
+                raise UserError(
+                    f"--held-out {held_out} is one of the training maps: choose a map they never show"
+                )
         from hoi4_arena.maps.held_out import refuse_suite_maps
 
         # Trained on (demonstrations, PPO) before any game is played; --held-out only evaluates, so it may.

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from hoi4_arena.defaults import BARE_MAP_SEED
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.specs import MapEntry, map_entries
@@ -70,12 +69,9 @@ def run_maps(text: str) -> tuple[MapEntry, ...]:
     return entries
 
 
-def map_list(text: str, *, bare_seed: int = BARE_MAP_SEED) -> list[str]:
+def map_list(text: str) -> list[str]:
     """The maps of a run from `--arena` as the commands' settings keep them (`run_maps`): a bare preset is
-    its map of seed 0 (the one rule, `maps/specs.py`), a range stays a range. `bare_seed` is what older
-    callers passed; it can only be that rule's seed."""
-    if bare_seed != BARE_MAP_SEED:
-        raise ValueError(f"a bare preset is its map of seed {BARE_MAP_SEED} in every command")
+    its map of seed 0 (the one rule, `maps/specs.py`), a range stays a range."""
     return [entry.spec for entry in run_maps(text)]
 
 
