@@ -62,7 +62,9 @@ class RolloutSettings:
     codec: str = "x264"
     """The sessions' video codec."""
     news: bool = True
-    """Show the news window at a new game's start (closing it is the player's job)."""
+    """Show the news window at a new game's start (closing it is the player's job). Like `events`, for a
+    one-player game on this machine (the env's settings); a station's and a two-player world's games
+    show both."""
     events: bool = True
     """Open event windows every 20-40 game days."""
     shadow: bool = False
@@ -199,11 +201,16 @@ class RolloutGame:
                 ai={other_tag(plan.side): plan.ai_strength},
                 max_days=settings.max_days,
                 player_kind="policy",
-                news=settings.news,
-                events=settings.events,
             )
             if self.station is None:
-                self.worker = SimWorker(plan.spec, plan.seed, player=plan.side, **options)
+                self.worker = SimWorker(
+                    plan.spec,
+                    plan.seed,
+                    player=plan.side,
+                    news=settings.news,
+                    events=settings.events,
+                    **options,
+                )
             else:  # the same game, opened on the station with new_game (the station's SimGames)
                 self.worker = self.station.start(
                     f"game {plan.session_id}", plan.spec, plan.seed, plan.side, **options
