@@ -690,6 +690,15 @@ def train_bc_command(
     print_json(train_bc(config, resume=resume, changes=given_on_command_line(ctx, config)))
 
 
+SEARCH_OPTIONS = {
+    "search_kinds": Opt(convert=value_list(str), extra="E.g. deep,near,none."),
+    "search_delays": Opt(convert=value_list(float), extra="E.g. 0,3."),
+    "search_replans": Opt(convert=value_list(float), extra="E.g. 2,6."),
+    "search_aims": Opt(convert=value_list(str), extra="E.g. city,second,near."),
+}
+"""The search's lists (`players.search.SearchOptions`), as record-ai and dagger read them."""
+
+
 @app.command("dagger", rich_help_panel="Learn")
 @from_config(
     "hoi4_arena.play.dagger:DaggerConfig",  # read from its source: the module imports the game
@@ -699,11 +708,12 @@ def train_bc_command(
         "init": Opt(metavar="CKPT"),
         "think_s": Opt(flag="--think", convert=low_high(float, "0.05-0.15")),
         "press_delay_s": Opt(flag="--press-delay", convert=low_high(float, "0.05-0.1")),
+        **SEARCH_OPTIONS,
     },
     skip=("progress",),
 )
 def dagger_command(config: Any) -> None:
-    """DAgger: the policy plays, the scripted player labels its screens in the shadow, train-bc goes on."""
+    """DAgger: the policy plays, the scripted or search player labels its screens in the shadow, train-bc goes on."""
     from hoi4_arena.play.dagger import run_dagger
     from hoi4_arena.terminal import print_json
 
@@ -1078,10 +1088,7 @@ def speed_command(
         "think_s": Opt(flag="--think", convert=low_high(float, "0.1-0.4")),
         "press_delay_s": Opt(flag="--press-delay", convert=low_high(float, "0.25-0.45")),
         "handover": Opt(convert=low_high(int, "0-150")),
-        "search_kinds": Opt(convert=value_list(str), extra="E.g. deep,near,none."),
-        "search_delays": Opt(convert=value_list(float), extra="E.g. 0,3."),
-        "search_replans": Opt(convert=value_list(float), extra="E.g. 2,6."),
-        "search_aims": Opt(convert=value_list(str), extra="E.g. city,second,near."),
+        **SEARCH_OPTIONS,
     },
     skip=("progress",),
 )

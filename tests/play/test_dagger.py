@@ -1,4 +1,5 @@
-"""hoi4-arena dagger: the learner's games labelled by the scripted player, the data growing, train-bc going on."""
+"""hoi4-arena dagger: the learner's games labelled by the scripted player (or the search player: expert
+iteration), the data growing, train-bc going on."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 from hoi4_arena.errors import UserError
 from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, weights_sha256
-from hoi4_arena.play.dagger import DaggerConfig, run_dagger
+from hoi4_arena.play.dagger import STORED_BEFORE, DaggerConfig, run_dagger
+from hoi4_arena.results import open_run
 from hoi4_arena.sessions.labels import read_labels
 from hoi4_arena.sessions.reader import SessionReader
 from tiny import TINY
@@ -123,3 +125,107 @@ def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
         text=True,
     )
     assert run.returncode == 2 and run.stderr.strip().count("\n") == 0 and "even" in run.stderr
+
+
+SEARCH = dict(
+    expert="search",
+    search_k=1,
+    search_days=3,
+    # Not the scripted player's draw on map seed 0 (near): a fallback to it cannot pass for the search.
+    search_kinds=("deep", "none"),
+    search_delays=(0.0,),
+    search_replans=(2.0,),
+    search_aims=(),
+)
+
+
+def test_expert_iteration_labels_with_the_search_player(tmp_path: Path, init: Path) -> None:
+    # beta = 1: every decision plays the search player's label, so the game is the search player's own
+    # and its labels are the inputs played, decision by decision.
+    out = tmp_path / "expert"
+    summary = run_dagger(config(out, init, iterations=1, steps=1, beta0=1.0, **SEARCH))
+    assert summary["iterations"][0]["expert"] == "search"
+    sessions = sorted((out / "iter-000" / "games").glob("dagger-i*"))
+    assert len(sessions) == 2
+    for folder in sessions:
+        labels = read_labels(folder, "expert")
+        assert labels.index["source"] == "expert" and labels.index["expert"] == "search"
+        # The opening the search chose among its candidates, not the scripted player's own draw.
+        assert labels.index["expert_strategy"].split("+")[0] in ("deep", "none")
+        assert labels.index["searches"] >= 1
+        manifest = json.loads((folder / "manifest.json").read_text())
+        searches = manifest["extra"]["player"]["searches"]
+        assert searches[0]["point"] == "opening" and len(searches[0]["means"]) == 2
+        decisions = list(SessionReader(folder).decisions(images=False, arena=False))
+        lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
+        assert len(decisions) == len(labels) > 15
+        for decision, line in zip(decisions, lines, strict=True):
+            if line["expert"] is not None:
+                assert line["expert"] and np.array_equal(decision.tokens, labels.tokens[decision.index])
+        assert labels.keep().sum() >= len(labels) - 1
+    rows = [
+        json.loads(line) for line in (out / "iter-000" / "games" / "results.jsonl").read_text().splitlines()
+    ]
+    assert {r["expert"] for r in rows} == {"search"} and all(
+        r["expert_decisions"] == r["decisions"] for r in rows
+    )
+    # The expert is one of the run's settings: resumed with another, the run is refused.
+    with pytest.raises(UserError, match="expert"):
+        run_dagger(config(out, init, iterations=1, steps=1, beta0=1.0))
+    with pytest.raises(UserError, match="search_kinds"):
+        run_dagger(
+            config(out, init, iterations=1, steps=1, beta0=1.0, **{**SEARCH, "search_kinds": ("deep",)})
+        )
+
+
+def test_a_run_stored_before_the_expert_option_resumes_as_scripted(tmp_path: Path, init: Path) -> None:
+    out = tmp_path / "old"
+    out.mkdir()
+    settings = config(out, init).settings()
+    del settings["expert"]  # dagger.json as runs wrote it before --expert
+    (out / "dagger.json").write_text(json.dumps({"settings": settings, "command": "dagger"}))
+    open_run(out, "dagger.json", config(out, init).settings(), "dagger", added=STORED_BEFORE)
+    with pytest.raises(UserError, match="expert"):
+        open_run(out, "dagger.json", config(out, init, **SEARCH).settings(), "dagger", added=STORED_BEFORE)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"expert": "oracle"}, "--expert must be scripted or search"),
+        ({"expert": "search", "search_kinds": ("sideways",)}, "--search-kinds must be among"),
+        ({"expert": "search", "search_k": 0}, "--search-k must be"),
+        ({"expert": "search", "search_value": "value.pt"}, "give --search-days N too"),
+        ({"expert": "search", "search_value": "missing.pt", "search_days": 5}, "no such checkpoint file"),
+        ({"search_value": "value.pt", "search_days": 5}, "use it with --expert search"),
+    ],
+)
+def test_bad_expert_settings_are_refused(tmp_path: Path, init: Path, changes: dict, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        config(tmp_path / "o", init, **changes)
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_command_refuses_an_unknown_expert_in_one_line(tmp_path: Path, init: Path) -> None:
+    for args, message in (
+        (["--expert", "oracle"], "--expert must be scripted or search"),
+        (["--expert", "search", "--search-kinds", "sideways"], "--search-kinds must be among"),
+    ):
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hoi4_arena.cli",
+                "dagger",
+                str(tmp_path / "o"),
+                "--init",
+                str(init),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 2 and run.stderr.strip().count("\n") == 0 and message in run.stderr, (
+            run.stderr
+        )
+        assert not (tmp_path / "o").exists()

@@ -11,6 +11,7 @@ from hoi4_arena.maps.model import other_tag
 from hoi4_arena.play.random_policy import RandomPolicy
 from hoi4_arena.players.dagger_player import DaggerPlayer
 from hoi4_arena.players.scripted import ScriptedPlayer
+from hoi4_arena.players.search import SearchConfig, SearchPlayer
 from hoi4_arena.players.shadow import ShadowExpert, follows, moves_view
 from hoi4_arena.players.templates import sim_rules
 from hoi4_arena.screen.events import KEY_CODES, InputEvent
@@ -21,8 +22,11 @@ from hoi4_arena.screen.tokens import MOVE, NONE
 SIZE = (540, 960)
 
 
-def play(spec: str, seed: int, side: str, days: int, make, on_decision=None):
-    """One headless game of `make(scripted, seed, side)`'s player; (record, player, events per decision)."""
+def play(
+    spec: str, seed: int, side: str, days: int, make, on_decision=None, search: SearchConfig | None = None
+):
+    """One headless game of `make(scripted, seed, side)`'s player; (record, player, events per decision).
+    With `search` the expert is the search player on the game's world (`players/search.py`)."""
     with SimWorker(
         spec,
         seed,
@@ -34,9 +38,12 @@ def play(spec: str, seed: int, side: str, days: int, make, on_decision=None):
         player_kind="scripted",
     ) as worker:
         rgba, hotspot = worker.pointer_image()
-        scripted = ScriptedPlayer(
-            sim_rules(SIZE), seed, cursor=(rgba.shape[1], rgba.shape[0], tuple(hotspot))
-        )
+        cursor = (rgba.shape[1], rgba.shape[0], tuple(hotspot))
+        if search is None:
+            scripted = ScriptedPlayer(sim_rules(SIZE), seed, cursor=cursor)
+        else:
+            world_of = lambda: (worker.game.world, worker.game.ais)  # noqa: E731
+            scripted = SearchPlayer(sim_rules(SIZE), seed, world_of, search, cursor=cursor)
         player = make(scripted, seed, side)
         played: list[list[InputEvent]] = []
         decide = player.decide
@@ -97,6 +104,47 @@ def test_from_a_random_learners_game_the_labels_complete_the_setup(game: int) ->
         player.shadow.resyncs >= moment - 1
     )  # it took its state from the screen after every random decision
     assert record.setup["complete"], (spec, side, moment, record.setup, record.notes[-5:])
+
+
+# A small search (two openings, short rollouts, a replan's two aims): cheap, and its choices are its own.
+SEARCH = SearchConfig(
+    k=1, days=3, kinds=("deep", "none"), delays_s=(0.0,), replans_s=(2.0,), aims=("city", "near")
+)
+
+
+def test_the_search_player_in_the_shadow_plays_its_own_game() -> None:
+    # The search player is the expert (expert iteration): followed in every decision, the shadow plays
+    # the search player's own game input for input, its searches included, and never resyncs.
+    alone, searched, own = play(
+        "plains:7", 7, "BLU", 16, lambda scripted, seed, side: scripted, search=SEARCH
+    )
+    shadowed, player, labelled = play("plains:7", 7, "BLU", 16, dagger(1.0), search=SEARCH)
+    assert isinstance(player.scripted, SearchPlayer) and player.shadow.resyncs == 0
+    assert labelled == own and sum(map(len, own)) > 40
+    assert player.scripted.searches == searched.searches and searched.searches[0]["point"] == "opening"
+    assert player.summary()["searches"] == searched.searches
+    assert shadowed.setup == alone.setup and alone.setup["complete"]
+
+
+def test_the_search_player_in_the_shadow_takes_its_state_from_the_screen() -> None:
+    # A random learner plays the opening; from decision 25 on the search player's labels are played.
+    # The shadow resyncs after every random decision (the scripted player's interrupt, hand, held keys
+    # and zoom-out, inherited) and its labels complete the setup; the opening it plays is searched.
+    holder: list = []
+
+    def make(scripted, seed, side):
+        holder.append(dagger(0.0)(scripted, seed, side))
+        return holder[0]
+
+    def on_decision(count: int) -> None:
+        if count == 25:
+            holder[0].beta = 1.0
+
+    record, player, _ = play("passes:61", 61, "RED", 30, make, on_decision, search=SEARCH)
+    assert player.shadow.resyncs >= 24
+    assert record.setup["complete"], (record.setup, record.notes[-5:])
+    assert player.scripted.searches[0]["point"] == "opening"
+    assert player.scripted.strategy.kind in ("deep", "none")
 
 
 def test_following_compares_kinds_and_moves_within_the_tolerance() -> None:

@@ -1,15 +1,20 @@
-"""`hoi4-arena dagger OUT --init CKPT`: DAgger, the learner's own games labelled by the scripted player.
+"""`hoi4-arena dagger OUT --init CKPT`: DAgger, the learner's own games labelled by the scripted player
+(or, with `--expert search`, by the search player: expert iteration).
 
 Behaviour cloning learns from the expert's states only, and its errors compound in states the
 demonstrations never show. DAgger (Ross, Gordon and Bagnell, AISTATS 2011) lets the learner visit its
 own states and asks the expert what it would do there; the data set grows each iteration and the
 learner is trained again on all of it. Here the expert is the scripted player, which costs nothing to
-ask. Iteration i (0, 1, ...):
+ask, or with `--expert search` the search player (`players/search.py`: the scripted player whose
+strategic choices are searched by rollouts on the game's world, `--search-*` as record-ai's): DAgger
+with a teacher that improves on the scripted player is expert iteration (Anthony et al. 2017). The
+search reads the world, so it is a teacher only; the labels are its screen inputs, as the scripted
+player's are. Iteration i (0, 1, ...):
 
 1. games: the current policy (the --init checkpoint, then the last iteration's) plays `--games` games
    on fresh training maps -- the six training presets in turn, map seeds `--seed` + i * games/2 + k,
    each map from both sides (`maps/held_out.py`'s guard refuses the benchmark's maps) -- through the
-   one runner (`play/runner.py`), recorded. Each decision the scripted player labels the screen in the
+   one runner (`play/runner.py`), recorded. Each decision the expert labels the screen in the
    shadow (`players/shadow.py`), and with probability beta_i = beta0 * decay^i the label is what the
    game gets instead of the learner's tokens (`players/dagger_player.py`). Every session gets its
    labels beside it (labels-expert.json, source `expert`, `sessions/labels.py`);
@@ -57,6 +62,7 @@ from hoi4_arena.play.runner import GamePlan, RunLimits, decisions_per_day, game_
 from hoi4_arena.players.dagger_player import DaggerPlayer, write_expert_labels
 from hoi4_arena.players.hand import HandConfig
 from hoi4_arena.players.scripted import PlayerConfig, ScriptedPlayer
+from hoi4_arena.players.search import SEARCH_FIELDS, SearchOptions, SearchPlayer
 from hoi4_arena.players.shadow import ShadowExpert
 from hoi4_arena.players.templates import sim_rules
 from hoi4_arena.results import GameResult, open_run, read_results, win_record
@@ -68,6 +74,7 @@ from hoi4_arena.sessions.splits import SPLITS_FILE, load_splits
 from hoi4_arena.terminal import stderr
 from hoi4_arena.training.bc import held_out_report, train_bc
 from hoi4_arena.training.bc_config import BCConfig
+from hoi4_arena.training.state_value import load_state_value, world_value
 
 SETTINGS = "dagger.json"
 PROGRESS = "progress.json"
@@ -77,11 +84,15 @@ SPEED = 5
 AI_STRENGTH = 0.5
 MAP_SEEDS = 1000
 """Training maps have map seeds below this (the benchmark's start here)."""
+EXPERTS = ("scripted", "search")
+STORED_BEFORE = {"expert": "scripted"}
+"""Settings a run stored before they existed had these values (its runs resume)."""
 
 
 @dataclass
-class DaggerConfig:
-    """Settings of `hoi4-arena dagger`."""
+class DaggerConfig(SearchOptions):
+    """Settings of `hoi4-arena dagger` (with --expert search, the search's `--search-*`:
+    `players.search.SearchOptions`)."""
 
     out: Path
     """Folder of the run: each iteration's games, data links and train-bc run; re-running with it resumes."""
@@ -96,6 +107,10 @@ class DaggerConfig:
     data: str | None = None
     """A folder of demonstrations (scripted sessions, e.g. record-ai's) trained on beside the labelled games;
     its sessions of split val give the held-out pointer error."""
+    expert: str = "scripted"
+    """Who labels the learner's screens in the shadow: scripted (the scripted player) or search (the
+    scripted player with its strategic choices searched by rollouts on the game's world, --search-*:
+    expert iteration, docs/dagger.md)."""
     beta0: float = 0.5
     """Chance per decision, in iteration 0, that the expert's input is played instead of the learner's."""
     beta_decay: float = 0.5
@@ -137,6 +152,10 @@ class DaggerConfig:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
+        if self.expert not in EXPERTS:
+            raise UserError(f"--expert must be {' or '.join(EXPERTS)}, not {self.expert!r}")
+        # DAgger's games are the simulator's headless local games: the search can read their world.
+        self.check_search(self.expert == "search", SPEED, "use it with --expert search")
         if self.games % 2:
             raise UserError(f"--games must be even (each map from both sides), not {self.games}")
         if self.benchmark_pairs > 40:
@@ -177,8 +196,9 @@ class DaggerConfig:
     def settings(self) -> dict[str, Any]:
         """What decides the run (dagger.json): a resumed run must have the same."""
         data = asdict(self)
-        for key in ("out", "iterations", "progress", "workers", "threads"):
+        for key in ("out", "iterations", "progress", "workers", "threads", *SEARCH_FIELDS):
             data.pop(key)
+        data.update(self.search_settings(self.expert == "search"))
         data["init"] = str(Path(self.init).resolve())
         data["data"] = None if self.data is None else str(Path(self.data).resolve())
         data["size"] = [SIZE[1], SIZE[0]]
@@ -200,6 +220,9 @@ class _DaggerGames:
         self.beta = config.beta(iteration)
         self.name = f"dagger {iteration}"
         self.players: dict[int, Any] = {}
+        self.score = None  # the search's score of a rollout cut short: the share of victory points held
+        if config.expert == "search" and config.search_value is not None:
+            self.score = world_value(load_state_value(config.search_value))
 
     def plan(self, index: int) -> GamePlan:
         return self.config.plan(self.iteration, index)
@@ -221,9 +244,26 @@ class _DaggerGames:
         hand = PlayerConfig(
             think_s=self.config.think_s, hand=HandConfig(press_delay_s=self.config.press_delay_s)
         )
-        scripted = ScriptedPlayer(sim_rules(SIZE), plan.seed, hand, cursor=cursor)
+        if self.config.expert == "search":
+            game = getattr(worker, "game", None)  # the search's privileged view of the world
+            if game is None:
+                raise UserError(
+                    "--expert search reads the world of the game it labels: headless sim games only"
+                )
+            options = {} if self.score is None else {"score": self.score}
+            expert: ScriptedPlayer = SearchPlayer(
+                sim_rules(SIZE),
+                plan.seed,
+                lambda: (game.world, game.ais),
+                self.config.search_config(plan.speed),
+                hand,
+                cursor,
+                **options,
+            )
+        else:
+            expert = ScriptedPlayer(sim_rules(SIZE), plan.seed, hand, cursor=cursor)
         self.learner.reset(sampling_seed(plan.seed, plan.side))
-        shadow = ShadowExpert(scripted, self.config.tolerance)
+        shadow = ShadowExpert(expert, self.config.tolerance)
         player = DaggerPlayer(self.learner, shadow, self.beta, plan.seed, plan.side, plan.speed)
         self.players[plan.index] = player
         return player
@@ -258,7 +298,12 @@ class _DaggerGames:
                 write_expert_labels(
                     self.folder / record.session,
                     player.decisions,
-                    {"learner": self.learner.name, "beta": self.beta, "iteration": self.iteration},
+                    {
+                        "learner": self.learner.name,
+                        "beta": self.beta,
+                        "iteration": self.iteration,
+                        **self.expert_about(player),
+                    },
                 )
         return GameResult(
             player="dagger",
@@ -282,8 +327,18 @@ class _DaggerGames:
                 "beta": self.beta,
                 "learner": self.learner.name,
                 **agreement,
+                **({} if player is None else self.expert_about(player)),
             },
         )
+
+    def expert_about(self, player: DaggerPlayer) -> dict[str, Any]:
+        """Who labelled the game and the opening it chose (the search's: what its rollouts found), with
+        how many choice points the search decided."""
+        expert = player.scripted
+        about = {"expert": self.config.expert, "expert_strategy": expert.strategy.label}
+        if isinstance(expert, SearchPlayer):
+            about["searches"] = len(expert.searches)
+        return about
 
 
 # --- the loop ----------------------------------------------------------------------------------------
@@ -391,6 +446,7 @@ def _iteration(config: DaggerConfig, iteration: int, learner_path: Path) -> dict
         settings_file=GAMES_SETTINGS,
         settings={**config.settings(), "iteration": iteration, "learner": str(learner_path)},
         command="dagger",
+        added=STORED_BEFORE,
         limits=RunLimits(
             games=config.games, decisions_per_game=int(config.max_days * decisions_per_day(SPEED))
         ),
@@ -413,6 +469,7 @@ def _iteration(config: DaggerConfig, iteration: int, learner_path: Path) -> dict
     out = {
         "iteration": iteration,
         "beta": config.beta(iteration),
+        "expert": config.expert,
         "learner": str(learner_path),
         "checkpoint": str(bc_out / "last.pt"),
         "games": len(rows),
@@ -446,7 +503,7 @@ def run_dagger(config: DaggerConfig) -> dict[str, Any]:
     """Run (or resume) DAgger's iterations; the summary of every iteration."""
     for iteration in range(config.iterations):  # every map the run will play is a training map
         refuse_suite_maps([config.plan(iteration, 0).spec], "dagger plays")
-    open_run(config.out, SETTINGS, config.settings(), "dagger")
+    open_run(config.out, SETTINGS, config.settings(), "dagger", added=STORED_BEFORE)
     if config.threads:  # the learner's play too, not only train-bc (more threads than cores: far slower)
         torch.set_num_threads(config.threads)
     progress_path = config.out / PROGRESS

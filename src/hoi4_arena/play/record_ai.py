@@ -67,7 +67,7 @@ from hoi4_arena.play.runner import (
     side_swapped,
     slug,
 )
-from hoi4_arena.players.search import SearchConfig, SearchPlayer
+from hoi4_arena.players.search import SEARCH_FIELDS, SearchOptions, SearchPlayer
 from hoi4_arena.results import GameResult
 from hoi4_arena.screen.backends import backend
 from hoi4_arena.screen.game import GameRecord, GameSettings, sampling_seed
@@ -77,20 +77,12 @@ log = logging.getLogger(__name__)
 
 SETTINGS = "record-ai.json"
 PLAYERS = ("scripted", "ai", "search")
-SEARCH_FIELDS = (
-    "search_k",
-    "search_days",
-    "search_kinds",
-    "search_delays",
-    "search_replans",
-    "search_aims",
-    "search_value",
-)
 
 
 @dataclass
-class RecordAIConfig:
-    """Settings of `hoi4-arena record-ai`."""
+class RecordAIConfig(SearchOptions):
+    """Settings of `hoi4-arena record-ai` (with --player search, the search's `--search-*`:
+    `players.search.SearchOptions`)."""
 
     out: Path
     """Folder for the session folders, results.jsonl and record-ai.json; re-running with it resumes."""
@@ -133,22 +125,6 @@ class RecordAIConfig:
     """The scripted player's pause between seeing what to do and starting to move, seconds (low, high)."""
     press_delay_s: tuple[float, float] = (0.25, 0.45)
     """The scripted player's rest between arriving on a target and pressing, seconds (low, high)."""
-    search_k: int = 2
-    """--player search: rollouts of each candidate at a choice point."""
-    search_days: int = 0
-    """--player search: game days a rollout looks ahead before it is scored by the share of victory
-    points held (0: to the end of the game)."""
-    search_kinds: tuple[str, ...] = ("deep", "near", "none")
-    """--player search: the opening's strategy kinds to try."""
-    search_delays: tuple[float, ...] = (0.0, 3.0)
-    """--player search: the opening's activation delays to try, seconds."""
-    search_replans: tuple[float, ...] = (2.0, 6.0)
-    """--player search: replanning periods to try, seconds."""
-    search_aims: tuple[str, ...] = ("city", "second", "near")
-    """--player search: each replan's aims to try (city, second, near)."""
-    search_value: str | None = None
-    """--player search: a train-state-value checkpoint that scores a rollout still running after
-    --search-days (P(win) from its ARENA facts) instead of the share of victory points held."""
     first: str | None = None
     """A policy checkpoint that plays each game's opening before the scripted player takes over
     (corrections: `players/handover.py`)."""
@@ -183,22 +159,12 @@ class RecordAIConfig:
                 "--player ai runs headless only (--game sim): the window harness plays one side against "
                 "the AI"
             )
-        if self.player == "search":
-            if not backend(self.game).headless or self.peer is not None:
-                raise UserError(
-                    "--player search reads the world of the game it plays: headless local games only "
-                    "(--game sim, no --peer)"
-                )
-            self.search_config()  # refused now, with its message
-            if self.search_value is not None:
-                if not self.search_days:
-                    raise UserError(
-                        "--search-value scores rollouts cut after --search-days: give --search-days N too"
-                    )
-                if not Path(self.search_value).is_file():
-                    raise UserError(f"--search-value {self.search_value}: no such checkpoint file")
-        elif self.search_value is not None:
-            raise UserError("--search-value is the search player's: use it with --player search")
+        if self.player == "search" and (not backend(self.game).headless or self.peer is not None):
+            raise UserError(
+                "--player search reads the world of the game it plays: headless local games only "
+                "(--game sim, no --peer)"
+            )
+        self.check_search(self.player == "search", min(self.speeds or (5,)), "use it with --player search")
         if self.minutes is None and self.games is None:
             raise UserError("give --minutes (play time to record) or --games (how many), or both")
         if self.minutes is not None and not (
@@ -272,25 +238,6 @@ class RecordAIConfig:
         entry, spec = planned_map(self.maps, pair, seed)
         return GamePlan(index, entry.name, spec, seed, side, self.speeds[pair % len(self.speeds)])
 
-    def search_config(self) -> Any:
-        """The search player's settings (`players.search.SearchConfig`); bad values are a UserError."""
-        try:
-            return SearchConfig(
-                k=self.search_k,
-                days=self.search_days,
-                kinds=tuple(self.search_kinds),
-                delays_s=tuple(self.search_delays),
-                replans_s=tuple(self.search_replans),
-                aims=tuple(self.search_aims),
-                speed=min(self.speeds),
-            )
-        except (TypeError, ValueError) as error:
-            field, _, rest = str(error).partition(" ")
-            option = {"delays_s": "delays", "replans_s": "replans"}.get(field, field)
-            if option in ("k", "days", "kinds", "delays", "replans", "aims"):
-                raise UserError(f"--search-{option} {rest}") from None
-            raise UserError(f"--search-replans: {error}") from None
-
     def settings(self) -> dict[str, Any]:
         """What decides the games: a resumed run must have the same (record-ai.json)."""
         data = asdict(self)
@@ -318,10 +265,8 @@ class RecordAIConfig:
         if self.intent_policy is None:
             data.pop("intent_policy")
         for key in SEARCH_FIELDS:
-            if self.player != "search" or data[key] is None:  # no --search-value: as runs before it
-                data.pop(key)
-            elif isinstance(data[key], tuple):
-                data[key] = list(data[key])
+            data.pop(key)
+        data.update(self.search_settings(self.player == "search"))
         for key in ("think_s", "press_delay_s"):
             if tuple(data[key]) == RecordAIConfig.__dataclass_fields__[key].default:
                 data.pop(key)
@@ -367,7 +312,9 @@ def make_player(
     )
     if config.player == "search":
         options = {} if score is None else {"score": score}
-        return SearchPlayer(rules, seed, world_of, config.search_config(), settings, cursor, **options)
+        return SearchPlayer(
+            rules, seed, world_of, config.search_config(min(config.speeds)), settings, cursor, **options
+        )
     scripted = ScriptedPlayer(rules, seed, settings, cursor)
     if intent_policy is not None:
         from hoi4_arena.players.intent_player import IntentPlayer

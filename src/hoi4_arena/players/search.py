@@ -29,9 +29,11 @@ from __future__ import annotations
 import itertools
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
+from hoi4_arena.errors import UserError
 from hoi4_arena.players.scripted import STRATEGIES, PlayerConfig, ScriptedPlayer, Seen, Strategy
 from hoi4_arena.players.templates import Calibration
 from hoi4_arena.sim.ai import GameAI
@@ -93,6 +95,81 @@ class SearchConfig:
             choice = Choice(OPENING_AIMS[kind], self.hours(delay), self.hours(replan))
             out.append((Strategy(kind, delay, replan), choice))
         return out
+
+
+@dataclass(kw_only=True)
+class SearchOptions:
+    """The search's settings as a command takes them (`--search-*`): record-ai's `--player search` and
+    dagger's `--expert search` inherit them (keyword-only fields, after the command's own), so both have
+    one set of options, defaults, help texts and checks; the command line reads them from here."""
+
+    search_k: int = 2
+    """The search: rollouts of each candidate at a choice point."""
+    search_days: int = 0
+    """The search: game days a rollout looks ahead before it is scored by the share of victory points
+    held (0: to the end of the game)."""
+    search_kinds: tuple[str, ...] = ("deep", "near", "none")
+    """The search: the opening's strategy kinds to try."""
+    search_delays: tuple[float, ...] = (0.0, 3.0)
+    """The search: the opening's activation delays to try, seconds."""
+    search_replans: tuple[float, ...] = (2.0, 6.0)
+    """The search: replanning periods to try, seconds."""
+    search_aims: tuple[str, ...] = ("city", "second", "near")
+    """The search: each replan's aims to try (city, second, near)."""
+    search_value: str | None = None
+    """The search: a train-state-value checkpoint that scores a rollout still running after
+    --search-days (P(win) from its ARENA facts) instead of the share of victory points held."""
+
+    def search_config(self, speed: int = 5) -> SearchConfig:
+        """The search player's settings for games at `speed`; bad values are a UserError naming the option."""
+        try:
+            return SearchConfig(
+                k=self.search_k,
+                days=self.search_days,
+                kinds=tuple(self.search_kinds),
+                delays_s=tuple(self.search_delays),
+                replans_s=tuple(self.search_replans),
+                aims=tuple(self.search_aims),
+                speed=speed,
+            )
+        except (TypeError, ValueError) as error:
+            field, _, rest = str(error).partition(" ")
+            option = {"delays_s": "delays", "replans_s": "replans"}.get(field, field)
+            if option in ("k", "days", "kinds", "delays", "replans", "aims"):
+                raise UserError(f"--search-{option} {rest}") from None
+            raise UserError(f"--search-replans: {error}") from None
+
+    def check_search(self, searching: bool, speed: int, use: str) -> None:
+        """Refuse (UserError) bad search settings when `searching`, and --search-value when not (`use`
+        says how to ask for the search, e.g. "use it with --player search")."""
+        if not searching:
+            if self.search_value is not None:
+                raise UserError(f"--search-value is the search player's: {use}")
+            return
+        self.search_config(speed)  # refused now, with its message
+        if self.search_value is not None:
+            if not self.search_days:
+                raise UserError(
+                    "--search-value scores rollouts cut after --search-days: give --search-days N too"
+                )
+            if not Path(self.search_value).is_file():
+                raise UserError(f"--search-value {self.search_value}: no such checkpoint file")
+
+    def search_settings(self, searching: bool) -> dict[str, Any]:
+        """The search's part of a run's stored settings: none when not `searching`, and no --search-value
+        when not given (runs stored before either existed resume as they were)."""
+        if not searching:
+            return {}
+        out: dict[str, Any] = {}
+        for f in fields(SearchOptions):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+SEARCH_FIELDS = tuple(f.name for f in fields(SearchOptions))
+"""The search's settings' names (the fields of `SearchOptions`)."""
 
 
 class SearchPlayer(ScriptedPlayer):
