@@ -1,5 +1,6 @@
-"""DAgger's player: a learner plays, the scripted player labels every decision from the screen in the shadow,
-and with probability beta the expert's input is what the game gets instead of the learner's.
+"""DAgger's player: a learner plays, the scripted player (or the search player, its subclass: expert iteration)
+labels every decision from the screen in the shadow, and with probability beta the expert's input is what
+the game gets instead of the learner's.
 
 `DaggerPlayer(policy, shadow, beta, seed, speed)` each decision:
 

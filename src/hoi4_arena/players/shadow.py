@@ -28,6 +28,11 @@ When the label is what is applied every decision (beta = 1), nothing is ever dro
 exactly the scripted player's game (tests/players/test_shadow.py: its labels are the inputs played in
 every decision).
 
+The search player (`players/search.py`, dagger's `--expert search`) is a scripted player whose strategic
+choices are searched: it inherits the interrupt, the hand and the reading of the screen, so it shadows
+the same way, and a choice it has searched stays made across a resync (the opening is searched once,
+when the flag is first seen; a replan's aim when its phase begins).
+
 "Followed" compares tokens, as training sees them: the same kind in every slot and every move within
 `tolerance` lattice cells of the label's. A learner a few pixels off its label does not make the expert
 start its step over (the next label corrects the pointer: a press where the pointer is not becomes a
