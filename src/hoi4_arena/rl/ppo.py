@@ -6,7 +6,9 @@ One update is one rollout and the learning on it:
    batched over them; per decision the views, the memory before it, the tokens, log p, the entropy of
    the distributions they were sampled from, the value, every reward term and done. Games run on across
    updates (a game is longer than a rollout).
-2. Advantages (`rl/gae.py`): GAE over the weighted total reward (outcome + shaping), lambda 1 by
+2. Advantages (`rl/gae.py`): GAE over the weighted total reward (outcome + shaping; with
+   `value_shaping` W also W (gamma V0(s') - V0(s)), V0 the frozen `critic_init` state value, 0 after a
+   game's last decision: potential-based, so the best policy stays the best, Ng et al. 1999), lambda 1 by
    default, bootstrapped with the value of each game's next observation; with `clock` information
    (InfoPPO) each decision is discounted by gamma and gamma*lambda to the power of its stored entropy
    instead of once (with gamma 1 and lambda 1 nothing changes). The value head estimates the
@@ -26,6 +28,13 @@ One update is one rollout and the learning on it:
      updated policy and the value head alone is trained on them, each decision's BCE weighted by its
      new likelihood ratio clipped to [0, pact_max_ratio] (`pact_value_loss`); the memory the actor uses
      is not changed by the critic. `joint`: one loss, actor + value_coef * BCE, through everything.
+     `state` (privileged, an asymmetric actor-critic as in Pinto et al. 2018): V(s) is a small net
+     (`training.state_value.StateValueNet`) on the learner's side's ARENA facts at each decision (the
+     features train-state-value learns from, read from the harness's log in the rollout game,
+     `Step.state`), trained with BCE on the same windows' value targets by its own Adam; GAE's values
+     and bootstrap are its; the actor and its pixel value head never see the facts. It starts from a
+     train-state-value checkpoint (`critic_init`) or fresh, standardised by the first rollout's facts.
+   - with `bc_kl_decay` D the KL weight of update u is bc_kl * D**u (`bc_kl_weight`).
 5. Logs (TensorBoard in OUT/tb, the progress bar): returns, win rate, setup completion, each reward
    term, value loss, KL to the rollout policy and to the start policy, clip fraction, the entropy's
    sample estimate (mean -log p of the sampled actions) and the rollout's stored entropy, with the
@@ -81,6 +90,8 @@ from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule, rung_start
 from hoi4_arena.rl.rollout_game import RolloutSettings
 from hoi4_arena.screen.rewards import OUTCOME, TERMS
 from hoi4_arena.training.run_control import CONFIG, LAST, PROGRESS, TrainingRun, adam
+from hoi4_arena.training.state_value import StateValueNet, load_state_value
+from hoi4_arena.training.value_data import FEATURES
 
 log = logging.getLogger(__name__)
 
@@ -180,17 +191,85 @@ def _batch(
     return obs, rollout.tokens[tt, nn], state, tt, nn, real
 
 
-def advantages_of(rollout: Rollout, config: PPOConfig) -> tuple[torch.Tensor, torch.Tensor]:
+def bc_kl_weight(config: PPOConfig, update: int) -> float:
+    """The --bc-kl weight of update `update` (from 0): W * D**update, or W itself without a decay."""
+    return config.bc_kl if config.bc_kl_decay == 1.0 else config.bc_kl * config.bc_kl_decay**update
+
+
+def state_values(net: torch.nn.Module, facts: np.ndarray) -> torch.Tensor:
+    """The privileged V(s) = P(the learner's side wins) of ARENA facts (..., F) -> (...), no gradient."""
+    with torch.no_grad():
+        return torch.sigmoid(net(torch.from_numpy(facts)))
+
+
+def value_shaping(rollout: Rollout, config: PPOConfig, potential: torch.nn.Module) -> torch.Tensor:
+    """(T, N) potential-based shaping gamma V0(s') - V0(s) of each decision (before --value-shaping's
+    weight), V0 the frozen `potential`: s' is the next decision's state, or the rollout's last facts; a
+    game's last decision has V0(s') 0 (its next observation is another game's). With the information
+    clock gamma is raised to the decision's entropy, as GAE discounts it."""
+    phi = state_values(potential, rollout.facts)
+    following = torch.cat([phi[1:], state_values(potential, rollout.last_facts)[None]])
+    following = following * (1 - torch.from_numpy(rollout.done).float())
+    discount = torch.full_like(phi, config.gamma)
+    if config.clock == "information":
+        discount = discount ** rollout.entropy.float()
+    return discount * following - phi
+
+
+def _state_critic(
+    config: PPOConfig,
+) -> tuple[StateValueNet | None, StateValueNet | None, dict[str, str]]:
+    """--critic state's critic (from --critic-init, or fresh and seeded), --value-shaping's frozen
+    potential, and what identifies the initialising checkpoint; UserError for a file that is no state
+    value of this code's features."""
+    start = load_state_value(config.critic_init) if config.critic_init is not None else None
+    critic = potential = None
+    if config.critic == "state":
+        if start is not None:
+            critic = copy.deepcopy(start.net)
+        else:
+            with torch.random.fork_rng(devices=[]):  # the run's other draws stay as they were
+                torch.manual_seed(config.seed)
+                critic = StateValueNet(len(FEATURES), config.critic_hidden)
+        critic.train()
+    if config.value_shaping:
+        potential = copy.deepcopy(start.net).eval()
+        potential.requires_grad_(False)
+    identity = {} if start is None else {"critic_init_weights_sha256": start.weights_sha256}
+    return critic, potential, identity
+
+
+def _standardise(critic: StateValueNet, rollout: Rollout) -> None:
+    """A fresh critic's input statistics: the mean and spread of the first rollout's valid decisions."""
+    facts = torch.from_numpy(rollout.facts[rollout.valid] if rollout.valid.any() else rollout.facts[0])
+    critic.mean.copy_(facts.mean(0))
+    spread = facts.std(0, unbiased=False)
+    critic.scale.copy_(torch.where(spread > 1e-6, spread, torch.ones_like(spread)))
+
+
+def advantages_of(
+    rollout: Rollout,
+    config: PPOConfig,
+    critic: torch.nn.Module | None = None,
+    potential: torch.nn.Module | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE's advantages of the weighted total reward (normalised over the valid decisions) and the value's
-    targets, GAE's returns over the outcome alone clamped to [0, 1]; both (T, N)."""
+    targets, GAE's returns over the outcome alone clamped to [0, 1]; both (T, N). The values are the
+    policy's (stored in the rollout) or, with `critic` (--critic state), the critic's of the rollout's
+    ARENA facts; with `potential` the reward adds --value-shaping's term."""
     valid = torch.from_numpy(rollout.valid)
     done = torch.from_numpy(rollout.done)
     reward = torch.from_numpy(rollout.reward).float()
+    if potential is not None:
+        reward = reward + config.value_shaping * value_shaping(rollout, config, potential)
     outcome = torch.from_numpy(rollout.terms[OUTCOME]).float()
     # How long each decision takes on the discount's clock: one tick (None), or with InfoPPO's
     # information clock the collecting policy's entropy there, in nats.
     elapsed = rollout.entropy if config.clock == "information" else None
-    shared = (rollout.value, done, rollout.last_value)
+    value, last_value = rollout.value, rollout.last_value
+    if critic is not None:
+        value, last_value = state_values(critic, rollout.facts), state_values(critic, rollout.last_facts)
+    shared = (value, done, last_value)
     discount = {"gamma": config.gamma, "lam": config.lam, "exponents": elapsed}
     advantages, _ = gae(reward, *shared, **discount)  # the shaped reward steers the actor
     _, value_target = gae(outcome, *shared, **discount)  # the value learns the outcome alone
@@ -210,13 +289,17 @@ def ppo_update(
     value_target: torch.Tensor,
     config: PPOConfig,
     update: int,
+    critic: torch.nn.Module | None = None,
+    critic_optimizer: torch.optim.Optimizer | None = None,
 ) -> tuple[dict[str, float], int]:
     """One update's learning on its rollout: `epochs` passes over the rollout's windows in minibatches of
     `batch` in an order seeded by the seed, the update and the pass; per minibatch the actor's clipped
     surrogate (with --bc-kl the pull toward `reference`, with --critic joint the value in the same loss)
-    and, with --critic pact, the value head's step on the replayed windows. Returns the sums of what the
-    steps did (over the counted decisions, "decisions" their number) and the optimizer steps taken."""
+    and, with --critic pact, the value head's step on the replayed windows, or with `critic` (--critic
+    state) that net's step on the same decisions' ARENA facts. Returns the sums of what the steps did
+    (over the counted decisions, "decisions" their number) and the optimizer steps taken."""
     trained = [p for p in policy.parameters() if p.requires_grad]
+    kl_weight = bc_kl_weight(config, update)
     valid = torch.from_numpy(rollout.valid)
     windows = windows_of(rollout.fresh, config.window)
     sums: dict[str, float] = {}
@@ -252,7 +335,7 @@ def ppo_update(
                     fresh = PolicyState(reference.initial_state(len(picked)).hidden, state.previous)
                     ref_logp = reference(obs, tokens, fresh, chunk=None).logp
                 diff = result.logp - ref_logp
-                loss = loss + config.bc_kl * (0.5 * diff.pow(2) * mask).sum() / count
+                loss = loss + kl_weight * (0.5 * diff.pow(2) * mask).sum() / count
                 sums["kl_bc"] = sums.get("kl_bc", 0.0) + float((diff.detach() * mask).sum())
             bce = F.binary_cross_entropy_with_logits(result.value_logit, target, reduction="none")
             value_loss = (bce * mask).sum() / count
@@ -287,6 +370,19 @@ def ppo_update(
                     torch.nn.utils.clip_grad_norm_(trained, config.grad_clip)
                 optimizer.step()
 
+            # critic (--critic state): its own step on the decisions' ARENA facts, never the pixels
+            value = result.value.detach()
+            if critic is not None:
+                logit = critic(torch.from_numpy(rollout.facts[tt, nn]))
+                bce = F.binary_cross_entropy_with_logits(logit, target, reduction="none")
+                value_loss = (bce * mask).sum() / count
+                critic_optimizer.zero_grad(set_to_none=True)
+                value_loss.backward()
+                if config.grad_clip:
+                    torch.nn.utils.clip_grad_norm_(list(critic.parameters()), config.grad_clip)
+                critic_optimizer.step()
+                value = torch.sigmoid(logit.detach())
+
             # what the step did
             with torch.no_grad():
                 d = log_ratio.detach()
@@ -297,7 +393,7 @@ def ppo_update(
                     "kl_old": float((((d.exp() - 1) - d) * mask).sum()),
                     "clip_fraction": float((clipped.float() * mask).sum()),
                     "entropy": float((-result.logp.detach() * mask).sum()),
-                    "value": float((result.value.detach() * mask).sum()),
+                    "value": float((value * mask).sum()),
                 }
                 if config.clip_mode == "adaptive":
                     add["clip_low"] = float((low * mask).sum())
@@ -350,16 +446,33 @@ def train_ppo(
 
     # --- the policy, its frozen start (for --bc-kl), the optimizer ---
     policy, identity = _start_policy(config)
-    if saved is not None and identity != saved.extra["identity"]:
-        raise UserError(
-            f"--init {config.init} is not the checkpoint this run started from (its weights differ)"
-        )
+    # --- the privileged critic (--critic state) and the shaping's potential (--value-shaping) ---
+    critic, potential, critic_identity = _state_critic(config)
+    if saved is not None:
+        stored = dict(saved.extra["identity"])
+        sha = "critic_init_weights_sha256"
+        if stored.pop(sha, None) != critic_identity.get(sha):
+            raise UserError(
+                f"--critic-init {config.critic_init} is not the state value this run started from "
+                "(its weights differ)"
+            )
+        if identity != stored:
+            raise UserError(
+                f"--init {config.init} is not the checkpoint this run started from (its weights differ)"
+            )
+    identity.update(critic_identity)
     reference = None
     if config.bc_kl:
         reference = copy.deepcopy(policy).eval()
         reference.requires_grad_(False)
+    critic_optimizer = None
+    if critic is not None:
+        critic_optimizer = adam(list(critic.parameters()), config.critic_lr)
     if saved is not None:
         policy.load_state_dict(saved.policy.state_dict())
+        if critic is not None:
+            critic.load_state_dict(saved.extra["critic"])
+            critic_optimizer.load_state_dict(saved.extra["critic_optimizer"])
     trained = [p for p in policy.parameters() if p.requires_grad]
     optimizer = adam(trained, config.lr)
     progress: dict[str, Any] = {"update": 0, "decisions": 0, "games": 0, "history": [], "seconds": 0.0}
@@ -382,6 +495,7 @@ def train_ppo(
         max_decisions=config.max_decisions,
         record=str(out / "sessions") if config.record else None,
         codec=config.codec,
+        state=critic is not None or potential is not None,
     )
     schedule = Schedule(
         games=config.games,
@@ -404,8 +518,12 @@ def train_ppo(
             "update": progress["update"],
             "identity": identity,
         }
+        if critic is not None:
+            extra["critic"] = {k: v.detach().clone() for k, v in critic.state_dict().items()}
         if with_progress:
             extra.update(progress=progress, engine=engine.state())
+            if critic_optimizer is not None:
+                extra["critic_optimizer"] = critic_optimizer.state_dict()
             if league is not None:
                 extra["league"] = league.state()
         return save_checkpoint(
@@ -452,11 +570,22 @@ def train_ppo(
             rollout = engine.collect(policy, config.steps)
 
             # --- 2. advantages and the value's targets, 3. windows, 4. the learning ---
-            advantages, value_target = advantages_of(rollout, config)
+            if critic is not None and config.critic_init is None and update == 0:
+                _standardise(critic, rollout)
+            advantages, value_target = advantages_of(rollout, config, critic, potential)
             policy.train()
             learn_tick = time.monotonic()
             sums, steps_taken = ppo_update(
-                policy, reference, optimizer, rollout, advantages, value_target, config, update
+                policy,
+                reference,
+                optimizer,
+                rollout,
+                advantages,
+                value_target,
+                config,
+                update,
+                critic,
+                critic_optimizer,
             )
             learn_seconds = time.monotonic() - learn_tick
 
@@ -472,6 +601,11 @@ def train_ppo(
                 config.epochs * rollout.decisions / learn_seconds if learn_seconds else 0.0
             )
             metrics["optimizer_steps"] = steps_taken
+            if config.bc_kl:
+                metrics["bc_kl_weight"] = bc_kl_weight(config, update)
+            if potential is not None and rollout.valid.any():
+                shaping = value_shaping(rollout, config, potential)
+                metrics["value_shaping"] = float(shaping[torch.from_numpy(rollout.valid)].mean())
             metrics["valid_decisions"] = float(rollout.valid.mean())
             valid = torch.from_numpy(rollout.valid)
             metrics["entropy_rollout"] = float(rollout.entropy[valid].mean()) if rollout.valid.any() else 0.0

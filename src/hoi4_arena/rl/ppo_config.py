@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from hoi4_arena.defaults import ARENA, TEMPERATURE, TEMPERATURE_RANGE
 from hoi4_arena.errors import UserError
 
-CRITICS = ("pact", "joint")
+CRITICS = ("pact", "joint", "state")
+CRITIC_HIDDEN = 64
 OPPONENTS = ("ai", "self", "league")
 LEAGUE_MEMBERS = ("current", "recent", "old", "scripted", "ai")
 """Who a league game's other side is: the learner as it is now, the newest snapshot, an older one, the
@@ -98,7 +100,19 @@ class PPOConfig:
     """--clip-mode adaptive: the bounds' widths LO,HI in percent (default 10,20, the paper's)."""
     critic: str = "pact"
     """pact: update the actor, then the value head on the replayed steps weighted by the clipped ratio;
-    joint: one loss for both."""
+    joint: one loss for both; state (privileged, asymmetric actor-critic): V(s) from a small net on the
+    learner's side's ARENA facts (train-state-value's features), trained on the rollouts' returns; the
+    actor stays on pixels."""
+    critic_init: str | None = None
+    """A train-state-value checkpoint (state-value.pt): --critic state starts from it, and --value-shaping
+    takes its frozen V as the potential."""
+    critic_hidden: int = CRITIC_HIDDEN
+    """--critic state without --critic-init: the width of the critic's two hidden layers."""
+    critic_lr: float = 1e-3
+    """--critic state: the critic's own Adam learning rate."""
+    value_shaping: float = 0.0
+    """Weight W of potential-based shaping W (gamma V(s') - V(s)) added to every reward (Ng, Harada and
+    Russell 1999), V the frozen --critic-init model on the learner's ARENA facts (0: none)."""
     value_coef: float = 0.5
     """Weight of the value loss in the joint loss (--critic joint)."""
     pact_max_ratio: float = 6.0
@@ -106,6 +120,8 @@ class PPOConfig:
     bc_kl: float = 0.0
     """Weight of a KL term toward the frozen start policy (--init's checkpoint), so early updates keep
     its setup (0: none)."""
+    bc_kl_decay: float = 1.0
+    """The --bc-kl weight of update u (counted from 0) is W * D**u: D in (0, 1] (1: a fixed weight)."""
     grad_clip: float = 1.0
     """Clip the gradient's global norm to this (0: no clipping)."""
     temperature: float = TEMPERATURE
@@ -192,6 +208,7 @@ class PPOConfig:
             ("seed", 0),
             ("threads", 0),
             ("league_every", 1),
+            ("critic_hidden", 1),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -204,6 +221,9 @@ class PPOConfig:
             ("value_coef", 0.0, math.inf),
             ("pact_max_ratio", 0.0, math.inf),
             ("bc_kl", 0.0, math.inf),
+            ("bc_kl_decay", 0.0, 1.0),
+            ("critic_lr", 0.0, math.inf),
+            ("value_shaping", 0.0, math.inf),
             ("grad_clip", 0.0, math.inf),
             ("temperature", *TEMPERATURE_RANGE),
             ("save_every", 0.0, math.inf),
@@ -256,6 +276,11 @@ class PPOConfig:
             raise UserError(f"--codec must be x264 or ffv1, not {self.codec!r}")
         if self.bc_kl and self.init == "random":
             raise UserError("--bc-kl pulls toward the start policy: give --init a BC checkpoint")
+        if self.bc_kl_decay != 1.0 and not self.bc_kl:
+            raise UserError("--bc-kl-decay decays the --bc-kl weight: give --bc-kl W above 0 too")
+        if not self.bc_kl_decay > 0:
+            raise UserError(f"--bc-kl-decay must be in (0, 1] (1: a fixed weight), not {self.bc_kl_decay!r}")
+        self._check_critic()
         low, high = self.map_seeds
         if not 0 <= low <= high:
             raise UserError(f"--map-seeds must be LOW-HIGH with 0 <= LOW <= HIGH, not {low}-{high}")
@@ -298,6 +323,33 @@ class PPOConfig:
                     f"--league-mix scripted: the scripted player has no calibration for a {w}x{h} screen; "
                     "use --size 960x540 (or 1920x1080), or leave scripted out of --league-mix"
                 )
+
+    def _check_critic(self) -> None:
+        """Refuse (UserError) privileged-critic settings that do not fit together (the checkpoint's format
+        is checked when the run loads it, before it writes anything)."""
+        if self.critic != "state" and (self.critic_hidden != CRITIC_HIDDEN or self.critic_lr != 1e-3):
+            raise UserError(
+                f"--critic-hidden and --critic-lr shape --critic state's net (this run has --critic {self.critic})"
+            )
+        if not self.critic_lr > 0:
+            raise UserError(f"--critic-lr must be above 0, not {self.critic_lr!r}")
+        if self.critic_init is not None:
+            if self.critic != "state" and not self.value_shaping:
+                raise UserError(
+                    "--critic-init is a train-state-value checkpoint for --critic state or --value-shaping: "
+                    f"this run uses neither (--critic {self.critic})"
+                )
+            if self.critic_hidden != CRITIC_HIDDEN:
+                raise UserError("--critic-hidden sets a fresh critic's width; --critic-init brings its own")
+            if not Path(self.critic_init).is_file():
+                raise UserError(
+                    f"--critic-init {self.critic_init}: no such file (give train-state-value's state-value.pt)"
+                )
+        elif self.value_shaping:
+            raise UserError(
+                "--value-shaping takes its potential from a trained state value: give --critic-init "
+                "(train-state-value's state-value.pt)"
+            )
 
     def _check_peer(self) -> None:
         """Refuse (UserError) what a station's rollout cannot be (the station itself is checked when the

@@ -230,6 +230,11 @@ class Rollout:
     finished: list[dict[str, Any]]
     """Summaries of the games that ended during the rollout."""
     seconds: float
+    facts: np.ndarray | None = None
+    """With `RolloutSettings.state`: float32 (T, N, F) the ARENA facts of the learner's side at each
+    decision (`Step.state`), for a privileged critic; never the policy's input."""
+    last_facts: np.ndarray | None = None
+    """(N, F) the facts of each slot's next observation (to bootstrap as `last_value` does)."""
 
     @property
     def decisions(self) -> int:
@@ -396,6 +401,7 @@ class Rollouts:
         done = np.zeros((steps, n), dtype=bool)
         valid = np.ones((steps, n), dtype=bool)
         game_start = [0] * n  # the row of this rollout where each slot's game began
+        facts: list[np.ndarray] = []
         finished: list[dict[str, Any]] = []
         for t in range(steps):
             fresh = []
@@ -411,6 +417,8 @@ class Rollouts:
             store["hidden"].append(state.hidden)
             store["previous"].append(state.previous)
             store["first"].append(np.array([not slot.decisions for slot in self.slots]))
+            if self.settings.state:
+                facts.append(np.stack([slot.step.state for slot in self.slots]))
             decision = policy.step(
                 obs, state, temperature=self.temperature, generator=[slot.generator for slot in self.slots]
             )
@@ -466,6 +474,8 @@ class Rollouts:
             last_value=last_value,
             finished=finished,
             seconds=time.perf_counter() - started,
+            facts=np.stack(facts) if self.settings.state else None,
+            last_facts=np.stack([slot.step.state for slot in self.slots]) if self.settings.state else None,
         )
 
     def _rivals(self, policy: Policy) -> dict[int, np.ndarray]:

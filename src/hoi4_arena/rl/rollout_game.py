@@ -41,6 +41,7 @@ from hoi4_arena.screen.lattice import to_lattice
 from hoi4_arena.screen.rewards import RewardTracker, outcome_of
 from hoi4_arena.screen.tokens import tokens_to_events
 from hoi4_arena.screen.worker import Capture, CaptureRequest, WorkerError
+from hoi4_arena.training.value_data import LiveFacts
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class RolloutSettings:
     shadow: bool = False
     """A shadow expert (the scripted player, `players/shadow.py`) labels every observation with the input
     it would give from that screen (`Step.expert`): what DAgger trains on."""
+    state: bool = False
+    """Hand back the learner's side's ARENA facts with every observation (`Step.state`): what train-ppo
+    --critic state's critic reads; the policy never sees them."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,9 @@ class Step:
     rival_pointer: tuple[int, int] | None = None
     expert: np.ndarray | None = None
     """With `RolloutSettings.shadow`: the shadow expert's label (8, 3) of this observation."""
+    state: np.ndarray | None = None
+    """With `RolloutSettings.state`: float32 (len(FEATURES),) the ARENA facts of the learner's side at this
+    observation (`training.value_data.LiveFacts`), read from the harness's log, never from pixels."""
 
 
 class _Seat:
@@ -178,6 +185,8 @@ class RolloutGame:
         self.rival_capture: Capture | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._finished = True  # no game to finish yet
+        self.facts: LiveFacts | None = None
+        """With `RolloutSettings.state`: the game's ARENA facts of the learner's side."""
 
     def begin(self, plan: GamePlan) -> Step:
         """Open the plan's game and return its first observation."""
@@ -236,6 +245,7 @@ class RolloutGame:
         )
         self._finished = False
         self.seat.shadow = self._shadow(own, plan) if settings.shadow else None
+        self.facts = LiveFacts(plan.side) if settings.state else None
         # The map's provinces and points: the worker's own, or for a station's game the same map made here.
         arena = self.worker.game.arena if self.station is None else arena_of(plan.spec)
         self.tracker = RewardTracker(plan.side, arena)
@@ -296,6 +306,8 @@ class RolloutGame:
         if self.rival is not None and self.plan.rival == "tokens":
             seen = self.rival_capture
             step.rival_views, step.rival_pointer = seen.views, to_lattice(*seen.pointer, seen.size)
+        if self.facts is not None:
+            step.state = self.facts.facts(self.game.log)
         return step
 
     # --- the two-player game ------------------------------------------------------------------------

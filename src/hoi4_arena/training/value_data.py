@@ -12,6 +12,8 @@ learn or use V(decision) = P(the recorded side wins), so they share this module:
   provinces controlled, surrender, casualties and manpower, the shares of strength and provinces, who
   declared, whether the recorded side is BLU, the setup milestones reached so far (`SETUP_STEPS`, by
   the rules of `gamelog.setup_milestones`) and whether the winner is already known. Never pixels.
+- `LiveFacts`: the same features of a game under way, from its harness's ARENA log (train-ppo
+  --critic state reads them at each decision of its rollouts).
 - `value_games`: the usable sessions of a data folder (`data.sources.find_sessions`), each read once,
   split into train and held-out games. The data's own `val` split is used when it has one; otherwise a
   seeded share of the *maps* (arena and seed of the ARENA start line) is held out, so that the two
@@ -28,12 +30,13 @@ import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from hoi4_arena.data.sources import SessionSource, find_sessions
 from hoi4_arena.errors import UserError
-from hoi4_arena.gamelog import SETUP_STEPS, ArenaState
+from hoi4_arena.gamelog import SETUP_STEPS, ArenaState, parse_line
 from hoi4_arena.sessions.format import SOURCES
 from hoi4_arena.sessions.reader import SessionReader
 
@@ -134,6 +137,26 @@ def _reach(reached: set[str], fields: dict, enemy: str) -> None:
         reached.add("offensive")
     if fields["executing"] == 1:
         reached.add("executed")
+
+
+class LiveFacts:
+    """FEATURES of one side of a game under way, at each decision: `facts(log)` reads a harness's
+    `screen.match.MatchLog` (`lines`, the raw ARENA lines so far; `state`, their fold) and folds the setup
+    steps of the lines it has not seen, as `read_game` does for a recorded game. One per game."""
+
+    def __init__(self, side: str) -> None:
+        self.side = side
+        self.reached: dict[str, set[str]] = {"BLU": set(), "RED": set()}
+        self._read = 0
+
+    def facts(self, log: Any) -> np.ndarray:
+        """float32 (len(FEATURES),) the state now, seen from the side."""
+        for text in log.lines[self._read :]:
+            line = parse_line(text)
+            if line is not None and line.kind == "army" and line["tag"] in self.reached:
+                _reach(self.reached[line["tag"]], line.fields, "RED" if line["tag"] == "BLU" else "BLU")
+        self._read = len(log.lines)
+        return np.asarray(state_features(log.state, self.side, self.reached), np.float32)
 
 
 def read_game(source: SessionSource) -> Game | str:
