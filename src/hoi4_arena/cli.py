@@ -861,6 +861,7 @@ from hoi4_arena.rl.ppo_config import PPOConfig  # noqa: E402
         "info_clip": Opt(convert=value_list(float), metavar="LO,HI"),
         "peer": Opt(metavar="NAME"),
         "peers": Opt(metavar="FILE"),
+        "critic_init": Opt(metavar="STATE_VALUE"),
     },
 )
 def train_ppo_command(
