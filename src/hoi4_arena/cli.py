@@ -862,6 +862,8 @@ from hoi4_arena.rl.ppo_config import PPOConfig  # noqa: E402
         "peer": Opt(metavar="NAME"),
         "peers": Opt(metavar="FILE"),
         "critic_init": Opt(metavar="STATE_VALUE"),
+        "replay": Opt(metavar="DATA"),
+        "replay_sources": Opt(convert=value_list(str), extra="Repeatable or comma-separated."),
     },
 )
 def train_ppo_command(

@@ -34,7 +34,10 @@ One update is one rollout and the learning on it:
      `Step.state`), trained with BCE on the same windows' value targets by its own Adam; GAE's values
      and bootstrap are its; the actor and its pixel value head never see the facts. It starts from a
      train-state-value checkpoint (`critic_init`) or fresh, standardised by the first rollout's facts.
-   - with `bc_kl_decay` D the KL weight of update u is bc_kl * D**u (`bc_kl_weight`).
+   - with `bc_kl_decay` D the KL weight of update u is bc_kl * D**u (`bc_kl_weight`);
+   - with `replay` (imitation data: demonstrations, a DAgger run's labelled sessions) the actor's loss
+     adds `replay_weight` times train-bc's loss on the next batch of `rl/replay.py`'s seeded stream
+     (its position is in progress.pt: a resumed run reads the batches the uninterrupted one would).
 5. Logs (TensorBoard in OUT/tb, the progress bar): returns, win rate, setup completion, each reward
    term, value loss, KL to the rollout policy and to the start policy, clip fraction, the entropy's
    sample estimate (mean -log p of the sampled actions) and the rollout's stored entropy, with the
@@ -86,6 +89,7 @@ from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.rl.gae import gae
 from hoi4_arena.rl.league import League
 from hoi4_arena.rl.ppo_config import PPOConfig
+from hoi4_arena.rl.replay import Replay, bc_loss
 from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule, rung_starts
 from hoi4_arena.rl.rollout_game import RolloutSettings
 from hoi4_arena.screen.rewards import OUTCOME, TERMS
@@ -291,12 +295,14 @@ def ppo_update(
     update: int,
     critic: torch.nn.Module | None = None,
     critic_optimizer: torch.optim.Optimizer | None = None,
+    replay: Replay | None = None,
 ) -> tuple[dict[str, float], int]:
     """One update's learning on its rollout: `epochs` passes over the rollout's windows in minibatches of
     `batch` in an order seeded by the seed, the update and the pass; per minibatch the actor's clipped
     surrogate (with --bc-kl the pull toward `reference`, with --critic joint the value in the same loss)
     and, with --critic pact, the value head's step on the replayed windows, or with `critic` (--critic
-    state) that net's step on the same decisions' ARENA facts. Returns the sums of what the steps did
+    state) that net's step on the same decisions' ARENA facts; with `replay` (--replay) the actor's loss
+    adds --replay-weight times train-bc's loss on the stream's next batch. Returns the sums of what the steps did
     (over the counted decisions, "decisions" their number) and the optimizer steps taken."""
     trained = [p for p in policy.parameters() if p.requires_grad]
     kl_weight = bc_kl_weight(config, update)
@@ -337,6 +343,10 @@ def ppo_update(
                 diff = result.logp - ref_logp
                 loss = loss + kl_weight * (0.5 * diff.pow(2) * mask).sum() / count
                 sums["kl_bc"] = sums.get("kl_bc", 0.0) + float((diff.detach() * mask).sum())
+            if replay is not None:  # --replay: behaviour cloning on the imitation data beside PPO
+                nll = bc_loss(policy, replay.next(), config.chunk or None)
+                loss = loss + config.replay_weight * nll
+                sums["replay_nll"] = sums.get("replay_nll", 0.0) + float(nll.detach()) * float(count)
             bce = F.binary_cross_entropy_with_logits(result.value_logit, target, reduction="none")
             value_loss = (bce * mask).sum() / count
             if config.critic == "joint":
@@ -486,6 +496,19 @@ def train_ppo(
         if saved is not None:
             league.restore(saved.extra["league"])
 
+    # --- the imitation data replayed beside PPO (--replay) ---
+    replay = None
+    if config.replay is not None:
+        replay = Replay(
+            config.replay,
+            config.replay_sources,
+            policy.config.layout,
+            config.window,
+            config.batch,
+            config.seed,
+            position=None if saved is None else saved.extra["replay"],
+        )
+
     # --- the games ---
     settings = RolloutSettings(
         size=config.size,
@@ -524,6 +547,8 @@ def train_ppo(
             extra.update(progress=progress, engine=engine.state())
             if critic_optimizer is not None:
                 extra["critic_optimizer"] = critic_optimizer.state_dict()
+            if replay is not None:
+                extra["replay"] = replay.position()
             if league is not None:
                 extra["league"] = league.state()
         return save_checkpoint(
@@ -542,6 +567,7 @@ def train_ppo(
     with (
         station as peer_games,
         cluster as ray_games,
+        contextlib.closing(replay) if replay is not None else contextlib.nullcontext(),
         Rollouts(
             settings,
             schedule,
@@ -586,6 +612,7 @@ def train_ppo(
                 update,
                 critic,
                 critic_optimizer,
+                replay,
             )
             learn_seconds = time.monotonic() - learn_tick
 

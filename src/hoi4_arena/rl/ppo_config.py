@@ -122,6 +122,15 @@ class PPOConfig:
     its setup (0: none)."""
     bc_kl_decay: float = 1.0
     """The --bc-kl weight of update u (counted from 0) is W * D**u: D in (0, 1] (1: a fixed weight)."""
+    replay: str | None = None
+    """A data folder of labelled sessions (train-bc DATA: demonstrations, a DAgger run's gathered data): each
+    optimizer step adds train-bc's loss on a batch of its windows (--window, --batch), weighted by
+    --replay-weight, so RL keeps the imitation data's skills."""
+    replay_sources: tuple[str, ...] = ("human", "scripted")
+    """--replay: the sessions' sources to replay, as train-bc --sources (human, scripted, ai, policy, idm,
+    expert)."""
+    replay_weight: float = 0.1
+    """--replay: the weight of its behaviour-cloning loss beside PPO's."""
     grad_clip: float = 1.0
     """Clip the gradient's global norm to this (0: no clipping)."""
     temperature: float = TEMPERATURE
@@ -185,6 +194,7 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arena", tuple(self.arena))
+        object.__setattr__(self, "replay_sources", tuple(self.replay_sources))
         object.__setattr__(self, "map_seeds", tuple(int(v) for v in self.map_seeds))
         object.__setattr__(self, "ai_strength", tuple(float(v) for v in self.ai_strength))
         object.__setattr__(self, "size", tuple(int(v) for v in self.size))
@@ -224,6 +234,7 @@ class PPOConfig:
             ("bc_kl_decay", 0.0, 1.0),
             ("critic_lr", 0.0, math.inf),
             ("value_shaping", 0.0, math.inf),
+            ("replay_weight", 0.0, math.inf),
             ("grad_clip", 0.0, math.inf),
             ("temperature", *TEMPERATURE_RANGE),
             ("save_every", 0.0, math.inf),
@@ -281,6 +292,14 @@ class PPOConfig:
         if not self.bc_kl_decay > 0:
             raise UserError(f"--bc-kl-decay must be in (0, 1] (1: a fixed weight), not {self.bc_kl_decay!r}")
         self._check_critic()
+        if self.replay is None and (
+            self.replay_sources != ("human", "scripted") or self.replay_weight != 0.1
+        ):
+            raise UserError("--replay-sources and --replay-weight shape --replay: give --replay DATA too")
+        if self.replay is not None and not Path(self.replay).is_dir():
+            raise UserError(
+                f"--replay {self.replay}: no such folder (give labelled sessions, as train-bc DATA)"
+            )
         low, high = self.map_seeds
         if not 0 <= low <= high:
             raise UserError(f"--map-seeds must be LOW-HIGH with 0 <= LOW <= HIGH, not {low}-{high}")
@@ -394,7 +413,7 @@ class PPOConfig:
         data = asdict(self)
         for key in PLACEMENT:
             del data[key]
-        for key in ("arena", "map_seeds", "ai_strength", "size", "info_clip"):
+        for key in ("arena", "map_seeds", "ai_strength", "size", "info_clip", "replay_sources"):
             if data[key] is not None:
                 data[key] = list(data[key])
         return data
