@@ -94,6 +94,15 @@ def test_the_rollout_carries_the_learner_sides_arena_facts(played) -> None:
         assert (np.diff(game) >= 0).all() and game[-1] > game[0], days
 
 
+def test_the_facts_travel_through_worker_processes(played) -> None:
+    settings = RolloutSettings(size=(360, 640), layout="cpu", max_days=2, state=True)
+    with Rollouts(settings, Schedule(games=2), workers=1) as engine:
+        engine.start(played.policy)
+        rollout = engine.collect(played.policy, 10)
+    assert np.array_equal(rollout.facts, played.rollout.facts)
+    assert np.array_equal(rollout.last_facts, played.rollout.last_facts)
+
+
 def test_the_state_critic_reads_arena_facts_and_never_pixels(played) -> None:
     rollout, config = played.rollout, _config(Path("unused"), critic="state")
     torch.manual_seed(0)
