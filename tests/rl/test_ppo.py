@@ -16,6 +16,7 @@ from hoi4_arena.rl import ppo, rollout_game
 from hoi4_arena.rl.ppo import pact_value_loss, train_ppo, windows_of
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.screen.tokens import NONE
+from tiny import tiny_ppo
 
 
 def test_pact_weights_each_value_loss_by_the_clipped_ratio() -> None:
@@ -46,21 +47,7 @@ def test_windows_cut_at_game_starts_and_every_window() -> None:
 
 
 def _config(out: Path, tiny: dict, **changes) -> PPOConfig:
-    settings = dict(
-        out=str(out),
-        updates=2,
-        games=2,
-        workers=0,
-        steps=8,
-        window=4,
-        batch=4,
-        max_days=2,  # about 9 decisions a game: each slot's first ends in update 2, its second begins
-        policy=tiny,
-        reward={"provinces": 1.0},
-        progress=False,
-        save_every=0.0,
-    )
-    return PPOConfig(**{**settings, **changes})
+    return tiny_ppo(out, policy=tiny, **changes)
 
 
 @pytest.mark.slow

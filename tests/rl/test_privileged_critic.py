@@ -26,7 +26,7 @@ from hoi4_arena.rl.rollout import Rollouts, Schedule
 from hoi4_arena.rl.rollout_game import RolloutSettings
 from hoi4_arena.training.state_value import FORMAT, FORMAT_VERSION, StateValueNet
 from hoi4_arena.training.value_data import FEATURES
-from tiny import TINY
+from tiny import TINY, tiny_ppo
 
 DAY, BLU = FEATURES.index("day"), FEATURES.index("own_is_blu")
 
@@ -49,21 +49,7 @@ def _state_value_file(path: Path, hidden: int = 8, seed: int = 3) -> Path:
 
 
 def _config(out: Path, **changes) -> PPOConfig:
-    settings = dict(
-        out=str(out),
-        updates=2,
-        games=2,
-        workers=0,
-        steps=8,
-        window=4,
-        batch=4,
-        max_days=2,  # about 9 decisions a game: each slot's first ends in update 2, its second begins
-        policy=TINY,
-        reward={"provinces": 1.0},
-        progress=False,
-        save_every=0.0,
-    )
-    return PPOConfig(**{**settings, **changes})
+    return tiny_ppo(out, **changes)
 
 
 @pytest.fixture(scope="module")

@@ -15,25 +15,11 @@ from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.rl.ppo import train_ppo
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.replay import Replay, bc_loss
-from tiny import TINY
+from tiny import tiny_ppo
 
 
 def _config(out: Path, **changes) -> PPOConfig:
-    settings = dict(
-        out=str(out),
-        updates=2,
-        games=2,
-        workers=0,
-        steps=8,
-        window=4,
-        batch=4,
-        max_days=2,  # about 9 decisions a game: each slot's first ends in update 2
-        policy=TINY,
-        reward={"provinces": 1.0},
-        progress=False,
-        save_every=0.0,
-    )
-    return PPOConfig(**{**settings, **changes})
+    return tiny_ppo(out, **changes)
 
 
 @pytest.fixture(scope="module")
