@@ -32,8 +32,8 @@ from hoi4_arena.models.checkpoint import save_checkpoint
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Policy
 from hoi4_arena.play.policy_player import PolicyPlayer
+from hoi4_arena.play.rollout_game import RolloutSettings
 from hoi4_arena.rl.rollout import Rollouts, Schedule
-from hoi4_arena.rl.rollout_game import RolloutSettings
 from hoi4_arena.screen.game import GameSettings, TokenPlayer, play_game
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.sim.window import parse_size

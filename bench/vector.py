@@ -37,8 +37,8 @@ from hoi4_arena.models.checkpoint import save_checkpoint
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Policy
 from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
+from hoi4_arena.play.rollout_game import GamePlan, RolloutSettings
 from hoi4_arena.rl.rollout import Rollouts
-from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings
 from hoi4_arena.sim.headless import arena_of
 
 ARENA, SPEC, AI = "plains", "plains:0", 0.5

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hoi4_arena.rl import rollout_game
+from hoi4_arena.play import rollout_game
 from hoi4_arena.rl.ppo import train_ppo
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.screen.tokens import NONE

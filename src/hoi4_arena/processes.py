@@ -17,7 +17,7 @@ from __future__ import annotations
 import multiprocessing as mp
 from multiprocessing.context import BaseContext
 
-PRELOAD = ("hoi4_arena.data.loader", "hoi4_arena.rl.rollout_worker")
+PRELOAD = ("hoi4_arena.data.loader", "hoi4_arena.play.rollout_worker")
 """The modules the fork server imports before it forks a worker (none of them imports torch)."""
 
 

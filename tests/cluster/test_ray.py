@@ -248,8 +248,8 @@ def test_rollouts_on_ray_actors_give_the_serial_numbers_and_survive_a_killed_act
 
     from hoi4_arena.models.config import PolicyConfig
     from hoi4_arena.models.policy import Policy
+    from hoi4_arena.play.rollout_game import RolloutSettings
     from hoi4_arena.rl.rollout import Rollouts, Schedule
-    from hoi4_arena.rl.rollout_game import RolloutSettings
 
     torch.manual_seed(0)
     policy = Policy(PolicyConfig(layout="cpu", width=8, summary_dim=16, cell_dim=16, fovea_dim=16, hidden=32,

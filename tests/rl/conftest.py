@@ -9,7 +9,7 @@ import pytest
 
 from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
 from hoi4_arena.models.checkpoint import Provenance
-from hoi4_arena.rl.rollout_game import RolloutSettings
+from hoi4_arena.play.rollout_game import RolloutSettings
 from tiny import TINY
 
 SETTINGS = RolloutSettings(size=(360, 640), layout="cpu", speed=5, max_days=4)

@@ -1,4 +1,4 @@
-"""One reward: train-ppo's rollout game (rl/rollout_game.py) and the Gymnasium env (rl/env.py) given the
+"""One reward: train-ppo's rollout game (play/rollout_game.py) and the Gymnasium env (rl/env.py) given the
 same game and the same tokens give the same rewards, term by term and weighted (screen/rewards.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.play.rollout_game import GamePlan, RolloutGame, RolloutSettings
 from hoi4_arena.rl.env import ENV_ID, SimEnv
-from hoi4_arena.rl.rollout_game import GamePlan, RolloutGame, RolloutSettings
 from hoi4_arena.screen.rewards import OUTCOME, TERMS, total
 from hoi4_arena.screen.tokens import MOVE
 

@@ -1,4 +1,4 @@
-"""train-ppo's opponents (rl/league.py, the pair games of rl/rollout_game.py, rl/rollout.py's rivals): the
+"""train-ppo's opponents (rl/league.py, the pair games of play/rollout_game.py, rl/rollout.py's rivals): the
 league's draws follow the mix; a self-play rollout plays both screens of one world, keeps only the
 learner's side, and plays the same in a worker process; a rival whose worker refuses ends its game
 invalid without a wait; the scripted player plays its own screen; a league run resumes exactly; bad
@@ -15,11 +15,11 @@ import torch
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import other_tag
+from hoi4_arena.play.rollout_game import GamePlan, RolloutSettings
 from hoi4_arena.rl.league import League
 from hoi4_arena.rl.ppo import train_ppo
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rollout import Rollouts, Schedule
-from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings
 from hoi4_arena.screen.pair_worker import PairWorker
 from hoi4_arena.screen.tokens import tokens_to_events
 from hoi4_arena.screen.worker import WorkerError

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.rl import ppo, rollout_game
+from hoi4_arena.play import rollout_game
+from hoi4_arena.rl import ppo
 from hoi4_arena.rl.ppo import pact_value_loss, train_ppo, windows_of
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.screen.tokens import NONE

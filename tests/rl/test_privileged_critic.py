@@ -20,10 +20,10 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models import Policy, PolicyConfig
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import PolicyState
+from hoi4_arena.play.rollout_game import RolloutSettings
 from hoi4_arena.rl.ppo import advantages_of, bc_kl_weight, ppo_update, state_values, train_ppo, value_shaping
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rollout import Rollouts, Schedule
-from hoi4_arena.rl.rollout_game import RolloutSettings
 from hoi4_arena.training.state_value import FORMAT, FORMAT_VERSION, StateValueNet
 from hoi4_arena.training.value_data import FEATURES
 from tiny import TINY, tiny_ppo

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.play.rollout_game import GamePlan, RolloutGame, RolloutSettings
 from hoi4_arena.rl.env import SimEnv
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.rollout import Rollouts, Schedule, rung_starts
-from hoi4_arena.rl.rollout_game import GamePlan, RolloutGame, RolloutSettings
 from hoi4_arena.screen.sim_worker import SimWorker
 from hoi4_arena.screen.worker import CaptureRequest
 

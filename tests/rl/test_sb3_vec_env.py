@@ -9,8 +9,8 @@ import pytest
 from stable_baselines3 import PPO
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.play.rollout_game import GamePlan, RolloutSettings
 from hoi4_arena.rl.env_wrappers import FLAT_ENV_ID
-from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings
 from hoi4_arena.rl.sb3_vec_env import GamesVecEnv
 
 WRAPPER = {"grid": 16, "slots": 2, "kinds": "mouse", "views": ("global", "fovea")}

@@ -5,7 +5,7 @@ run, and refuses (UserError, before the run writes anything) a station that cann
 X11 window: HOI4's). Each planned game is then `new_game` with the plan's settings (arena, seed,
 side, size, layout, max days, the AI) and is played through the station's worker exactly as a local
 headless game (`runner.game_workers` hands `open(plan)` to the runner; train-ppo's rollout game calls
-`start` for each game of its one slot, `rl/rollout_game.py`). The station's answer, and the
+`start` for each game of its one slot, `play/rollout_game.py`). The station's answer, and the
 worker's own attach, must name the game asked for: a station that shows another is a UserError, never
 a results row.
 

@@ -13,7 +13,7 @@ For RL libraries, `hoi4_arena/SimFlat-v0` flattens the action and gives 3-D imag
                               vectorization_mode="async")    # or "sync"
 
 Each episode is a new game: `reset(seed=...)` draws the game's seed (and the side, with side="random")
-from the env's generator and begins the game as train-ppo's rollouts do (`rl/rollout_game.RolloutGame`,
+from the env's generator and begins the game as train-ppo's rollouts do (`play/rollout_game.RolloutGame`,
 the one loop that steps a game: a `SimWorker`, the match harness with the console's coin picking the
 declarer, the requested speed, unpause, the worker armed in match mode). The policy then plays the side
 against `rival`:
@@ -65,8 +65,8 @@ from gymnasium import spaces
 from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS
+from hoi4_arena.play.rollout_game import GamePlan, RolloutGame, RolloutSettings, Step
 from hoi4_arena.players.templates import sim_rules
-from hoi4_arena.rl.rollout_game import GamePlan, RolloutGame, RolloutSettings, Step
 from hoi4_arena.screen.lattice import LATTICE
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.match import MatchLog

@@ -27,7 +27,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
 from hoi4_arena.models.policy import Policy
 from hoi4_arena.play.pair import file_sha256
-from hoi4_arena.rl.rollout_game import GamePlan
+from hoi4_arena.play.rollout_game import GamePlan
 
 LISTING = "league.json"
 

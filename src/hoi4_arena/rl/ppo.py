@@ -86,12 +86,12 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
+from hoi4_arena.play.rollout_game import RolloutSettings
 from hoi4_arena.rl.gae import gae
 from hoi4_arena.rl.league import League
 from hoi4_arena.rl.ppo_config import PPOConfig
 from hoi4_arena.rl.replay import Replay, bc_loss
 from hoi4_arena.rl.rollout import VIEWS, Rollout, Rollouts, Schedule, rung_starts
-from hoi4_arena.rl.rollout_game import RolloutSettings
 from hoi4_arena.screen.rewards import OUTCOME, TERMS
 from hoi4_arena.training.run_control import CONFIG, LAST, PROGRESS, TrainingRun, adam
 from hoi4_arena.training.state_value import StateValueNet, load_state_value

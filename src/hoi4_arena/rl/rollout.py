@@ -6,7 +6,7 @@
        ^   memory and sampling generator per slot                      │  act, wait 200 ms, observe,
        └──────────────── next observations, rewards, done <────────────┘  rewards from the ARENA log
 
-Every game goes through `screen.game.Game` (`rl/rollout_game.py`), on the 200 ms decision grid of its
+Every game goes through `screen.game.Game` (`play/rollout_game.py`), on the 200 ms decision grid of its
 worker's virtual clock. Each slot (0..N-1) plays its games one after the other; a slot's game k is drawn
 from the run's seeded `Schedule` (map preset and map seed, game seed, the game's AI strength), and its
 side is fixed by the slot (even slots BLU, odd RED, so both sides are always in the batch; with one slot
@@ -31,7 +31,7 @@ tokens (the simulator is deterministic), the memories and generators are restore
 The other side of a game is the schedule's draw (`Schedule.opponents`, `GamePlan.opponent`): the game's
 AI (a one-player game, the default), the scripted player, or a policy -- the learner itself (`current`)
 or a frozen snapshot of a `league` (`recent`, `old`; `rl/league.py` says which) -- each on its own screen
-of one world (`rl/rollout_game.py`). A policy rival lives in this process beside the learner: per slot
+of one world (`play/rollout_game.py`). A policy rival lives in this process beside the learner: per slot
 its memory, a generator seeded `sampling_seed(game seed, its side)`, and its tokens (replayed on resume);
 each decision, one forward pass for all the slots that one policy plays the rival of. Only the
 learner's decisions go into the `Rollout`: the rival's side is played, never trained.
@@ -53,8 +53,8 @@ from hoi4_arena.defaults import ARENA, TEMPERATURE
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.specs import parse_entry
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
-from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
-from hoi4_arena.rl.vector_games import VectorGames
+from hoi4_arena.play.rollout_game import GamePlan, RolloutSettings, Step
+from hoi4_arena.play.vector_games import VectorGames
 from hoi4_arena.screen.game import sampling_seed
 from hoi4_arena.screen.rewards import OUTCOME, TERMS, total
 
@@ -249,7 +249,7 @@ class Rollout:
 
 
 class Rollouts:
-    """The engine of the module docstring, a policy over the vector layer (`rl/vector_games.py`, whose
+    """The engine of the module docstring, a policy over the vector layer (`play/vector_games.py`, whose
     `VectorGames` takes `workers`, `ray` and `station`): `workers` 0 plays every game in this process
     (serial mode); otherwise that many processes share the slots (slot s in process s % workers), or with
     `ray` (the connected `ray` module) that many Ray actors. With `station` (a

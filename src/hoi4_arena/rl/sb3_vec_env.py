@@ -2,7 +2,7 @@
 
     from stable_baselines3 import PPO
     from hoi4_arena.rl.rollout import Schedule
-    from hoi4_arena.rl.rollout_game import RolloutSettings
+    from hoi4_arena.play.rollout_game import RolloutSettings
     from hoi4_arena.rl.sb3_vec_env import GamesVecEnv
 
     envs = GamesVecEnv(RolloutSettings(size=(180, 320), max_days=30), Schedule(games=4), workers=2,
@@ -10,7 +10,7 @@
     PPO("MultiInputPolicy", envs, n_steps=64, batch_size=64).learn(1024)
 
 SB3's own vector envs (`DummyVecEnv`, `SubprocVecEnv`) step one Gymnasium env per game; this one steps
-`rl/vector_games.VectorGames`, the layer train-ppo's rollouts run on: the games' processes are the
+`play/vector_games.VectorGames`, the layer train-ppo's rollouts run on: the games' processes are the
 rollout workers (forked from a preloaded server), a killed worker's games end invalid and a fresh worker
 takes them, and slot s plays the schedule's games `plan(s, 0)`, `plan(s, 1)`, ... (the same seeded
 draws as train-ppo's). What the agent sees and does is `hoi4_arena/SimFlat-v0`'s: the same
@@ -37,10 +37,10 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv  # this module is for SB3's users: SB3 is required
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.play.rollout_game import RolloutSettings, Step
+from hoi4_arena.play.vector_games import VectorGames
 from hoi4_arena.rl.env import action_space, check_action, observation_space
 from hoi4_arena.rl.env_wrappers import WRAPPER_SETTINGS, wrap
-from hoi4_arena.rl.rollout_game import RolloutSettings, Step
-from hoi4_arena.rl.vector_games import VectorGames
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.rewards import OUTCOME, TERMS, parse_weights, total
 

@@ -1,6 +1,6 @@
 """The reward of a game: named terms read from the ARENA log alone (nothing the policy could not earn from
 the screen), one rule for every learner: the Gymnasium env (`rl/env.py`, hoi4_arena/Sim-v0 and
-SimFlat-v0) and the project's PPO rollouts (`rl/rollout_game.py`) both call `RewardTracker.after`.
+SimFlat-v0) and the project's PPO rollouts (`play/rollout_game.py`) both call `RewardTracker.after`.
 
 The outcome is the game's result for the side played, given at its last decision: a win 1, a draw 0.5,
 a loss 0 (so a return is a win probability, the value head's scale); it always weighs 1. Optional

@@ -1,6 +1,6 @@
 """The rollout engine's processes: each owns some slots' `RolloutGame`s and answers the learner over a pipe.
 
-The logic is `rl/rollout_game.py`; this module is the glue. A process is forked from a clean server that
+The logic is `play/rollout_game.py`; this module is the glue. A process is forked from a clean server that
 imported this module once (`processes.worker_context`; no torch in it: the games only need numpy and the
 simulator), ignores Ctrl+C (the learner stops it), and serves requests one at a time:
 
@@ -12,7 +12,7 @@ simulator), ignores Ctrl+C (the learner stops it), and serves requests one at a 
 
 An exception inside a request is sent back as ("error", text) and raised in the learner. A process
 that dies (killed, out of memory) shows as a closed pipe or a dead process: `WorkerProcess.receive`
-raises `WorkerDied`, and the vector layer (`rl/vector_games.py`) marks its games invalid and starts a fresh
+raises `WorkerDied`, and the vector layer (`play/vector_games.py`) marks its games invalid and starts a fresh
 process in its place.
 `LocalWorker` is the same interface in the learner's own process (the serial mode, workers=0), and
 `RayWorker` a Ray actor's (train-ppo --ray: the games on any node of a cluster; a dead actor is a
@@ -20,7 +20,7 @@ process in its place.
 `rival` is a policy rival's tokens of the decision in a two-player game (None: the game's AI or the
 scripted player plays the other side).
 
-Try: .venv/bin/python -m pytest -q tests/rl/test_rollout.py -k killed
+Try: .venv/bin/python -m pytest -q tests/play/test_vector_games.py -k killed
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import traceback
 from typing import Any
 
 from hoi4_arena.allocator import keep_freed_memory
+from hoi4_arena.play.rollout_game import RolloutGame, RolloutSettings, Step
 from hoi4_arena.processes import worker_context
-from hoi4_arena.rl.rollout_game import RolloutGame, RolloutSettings, Step
 from hoi4_arena.scratch import make_scratch
 
 POLL_S = 0.5  # how often a waiting learner checks that the process is still alive

@@ -5,7 +5,7 @@ decision's tokens at a time (`step`) and gets the next observation with the deci
 call to the worker is the one `screen.game.play_game` makes for a `TokenPlayer` (attach, the warm-up
 capture, the harness's match start, the recorder, arm; then act / observe until the game ends; then
 finish), so a game played here is the game play-policy plays with the same seed, side and tokens. The
-engine runs this class in worker processes (`rl/rollout_worker.py`) or in its own process (serial mode).
+engine runs this class in worker processes (`play/rollout_worker.py`) or in its own process (serial mode).
 With a station (`train-ppo --peer`, `cluster/peer_games.py`) each game is opened there with the
 protocol's `new_game` and played through the station's worker with the same calls, from the learner's
 process; the rewards read the same map, made here from the plan's preset.

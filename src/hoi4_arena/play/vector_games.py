@@ -1,7 +1,7 @@
 """The vector layer: N headless simulator games in lockstep over the rollout workers, with no policy in it.
 
     VectorGames(settings, schedule, workers=0)      # 0: every game in this process (serial)
-    steps = games.begin()                           # each slot's first observation (rl/rollout_game.Step)
+    steps = games.begin()                           # each slot's first observation (play/rollout_game.Step)
     steps = games.step(tokens)                      # (N, 8, 3): one decision of every slot, at once
     ...
     games.close()
@@ -10,7 +10,7 @@ Slot s plays `schedule.plan(s, 0)`, then `schedule.plan(s, 1)`, ... one game aft
 decision ends a slot's game, the same call begins its next one, and the slot's `Step` says so (`done`,
 `valid`, the finished game's `summary`, the rewards of its last decision) and carries the next game's
 first observation. Each request goes to every worker at once before any answer is read, so the
-workers' games advance together (`rl/rollout_worker.py`: `LocalWorker` in this process, `WorkerProcess`
+workers' games advance together (`play/rollout_worker.py`: `LocalWorker` in this process, `WorkerProcess`
 processes, `RayWorker` actors; slot s lives in worker s % W). A worker that dies (killed, out of
 memory) is replaced by a fresh one: its slots' games end invalid ("worker process died") and their next
 games begin, and the step goes on for the other slots.
@@ -20,7 +20,7 @@ stores) lives with the learner: `rl/rollout.py`'s `Rollouts` for train-ppo, `rl/
 Stable-Baselines3. `replay` re-plays games from their tokens (the simulator is deterministic): a resumed
 run goes on exactly where it stopped.
 
-Try: .venv/bin/python -m pytest -q tests/rl/test_vector_games.py
+Try: .venv/bin/python -m pytest -q tests/play/test_vector_games.py
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from hoi4_arena.rl.rollout_game import GamePlan, RolloutSettings, Step
-from hoi4_arena.rl.rollout_worker import LocalWorker, RayWorker, WorkerDied, WorkerProcess
+from hoi4_arena.play.rollout_game import GamePlan, RolloutSettings, Step
+from hoi4_arena.play.rollout_worker import LocalWorker, RayWorker, WorkerDied, WorkerProcess
 
 log = logging.getLogger(__name__)
 

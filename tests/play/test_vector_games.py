@@ -1,4 +1,4 @@
-"""The vector layer (rl/vector_games.py): N games in lockstep with no policy; serial and processes give the
+"""The vector layer (play/vector_games.py): N games in lockstep with no policy; serial and processes give the
 same steps, games follow the schedule slot by slot, a killed worker's games end invalid and a fresh worker
 takes them."""
 
@@ -10,9 +10,9 @@ import signal
 import numpy as np
 import pytest
 
+from hoi4_arena.play.rollout_game import RolloutSettings
+from hoi4_arena.play.vector_games import VectorGames
 from hoi4_arena.rl.rollout import Schedule
-from hoi4_arena.rl.rollout_game import RolloutSettings
-from hoi4_arena.rl.vector_games import VectorGames
 from hoi4_arena.screen.tokens import MOVE
 
 SETTINGS = RolloutSettings(size=(180, 320), max_days=2)
