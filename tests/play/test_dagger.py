@@ -15,7 +15,7 @@ import pytest
 from hoi4_arena.errors import UserError
 from hoi4_arena.models import Policy, PolicyConfig, save_checkpoint
 from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, weights_sha256
-from hoi4_arena.play.dagger import STORED_BEFORE, DaggerConfig, run_dagger
+from hoi4_arena.play.dagger import STORED_BEFORE, DaggerConfig, bc_settings, run_dagger
 from hoi4_arena.results import open_run
 from hoi4_arena.sessions.labels import read_labels
 from hoi4_arena.sessions.reader import SessionReader
@@ -100,6 +100,21 @@ def test_held_out_pointer_error_from_the_val_sessions(tmp_path: Path, init: Path
     assert 0 <= pointer["pointer_exact"] <= pointer["pointer_within_8"] <= 1
 
 
+def test_each_iterations_learning_rate_starts_anew_and_decays(tmp_path: Path, init: Path) -> None:
+    # Each iteration continues from the last weights with a fresh optimizer: by default its rate starts
+    # at the start's own (train-bc's default for this untrained init) and falls to 0 over its steps.
+    def trained(**changes):
+        cfg = config(tmp_path / "o", init, steps=40, **changes)
+        return bc_settings(cfg, 1, init, tmp_path / "data", tmp_path / "bc")
+
+    plain = trained()
+    assert (plain.lr, plain.lr_decay_steps, plain.max_steps) == (3e-4, 40, 40)
+    assert plain.init == str(init) and plain.seed == 1
+    assert (trained(lr=1e-4).lr, trained(lr=1e-4).lr_decay_steps) == (1e-4, 40)
+    assert trained(lr_decay=False).lr_decay_steps == 0  # constant, as runs before the option trained
+    assert STORED_BEFORE["lr_decay"] is False and STORED_BEFORE["beta_segment"] == 1
+
+
 def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
     with pytest.raises(UserError, match="even"):
         config(tmp_path / "o", init, games=3)
@@ -107,6 +122,10 @@ def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
         config(tmp_path / "o", init, seed=998, iterations=2, games=4)
     with pytest.raises(UserError, match="beta0"):
         config(tmp_path / "o", init, beta0=1.5)
+    with pytest.raises(UserError, match="--beta-segment"):
+        config(tmp_path / "o", init, beta_segment=0)
+    with pytest.raises(UserError, match="--lr"):
+        config(tmp_path / "o", init, lr=-1.0)
     with pytest.raises(UserError, match="no such checkpoint"):
         config(tmp_path / "o", tmp_path / "missing.pt")
     run = subprocess.run(

@@ -54,11 +54,11 @@ def play(
     return record, player, played
 
 
-def dagger(beta: float):
+def dagger(beta: float, segment: int = 1):
     def make(scripted, seed, side):
         learner = RandomPolicy()
         learner.reset(sampling_seed(seed, side))
-        return DaggerPlayer(learner, ShadowExpert(scripted), beta, seed, side, 5)
+        return DaggerPlayer(learner, ShadowExpert(scripted), beta, seed, side, 5, segment=segment)
 
     return make
 
@@ -167,3 +167,19 @@ def test_what_may_move_the_view() -> None:
     assert moves_view([InputEvent(kind="key_down", key=KEY_CODES["left"], **at)], SIZE)
     assert moves_view([InputEvent(kind="button_down", button="middle", **at)], SIZE)
     assert moves_view([InputEvent(t_ns=0, kind="move", x=959, y=300)], SIZE)
+
+
+@pytest.mark.parametrize("segment", [1, 5])
+def test_a_coin_holds_for_a_segment_of_decisions(segment: int) -> None:
+    # A coin of the game's own stream is drawn every `segment` decisions and decides them all; with 1
+    # it is one coin a decision, the same draws as before segments existed (old runs resume alike).
+    seed, side, beta = 7, "BLU", 0.5
+    _, player, _ = play("plains:7", seed, side, 8, dagger(beta, segment))
+    flags = [d.expert for d in player.decisions]
+    assert len(flags) > 4 * segment
+    coins = random.Random(f"dagger-{seed}-{side}")
+    expected = [coins.random() < beta for _ in range(0, len(flags), segment)]
+    assert flags == [expected[k // segment] for k in range(len(flags))]
+    assert 0 < sum(flags) < len(flags)  # both players played
+    with pytest.raises(ValueError, match="segment"):
+        DaggerPlayer(RandomPolicy(), player.shadow, beta, seed, side, 5, segment=0)

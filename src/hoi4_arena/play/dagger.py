@@ -85,7 +85,7 @@ AI_STRENGTH = 0.5
 MAP_SEEDS = 1000
 """Training maps have map seeds below this (the benchmark's start here)."""
 EXPERTS = ("scripted", "search")
-STORED_BEFORE = {"expert": "scripted"}
+STORED_BEFORE = {"expert": "scripted", "beta_segment": 1, "lr": 0.0, "lr_decay": False}
 """Settings a run stored before they existed had these values (its runs resume)."""
 
 
@@ -115,6 +115,15 @@ class DaggerConfig(SearchOptions):
     """Chance per decision, in iteration 0, that the expert's input is played instead of the learner's."""
     beta_decay: float = 0.5
     """beta_i = beta0 * beta_decay ** i."""
+    beta_segment: int = 1
+    """Decisions one coin holds for: the expert (or the learner) plays N decisions in a row, so a step
+    the hand spreads over several decisions is not cut off by the other player every other decision (1:
+    a coin each decision)."""
+    lr: float = 0.0
+    """Each iteration's learning rate, at its start (0: the --init checkpoint's own train-bc rate)."""
+    lr_decay: bool = True
+    """Each iteration's learning rate falls along a cosine to 0 over its --steps, as the start's did over
+    its training (--no-lr-decay: constant, as runs before this option trained)."""
     seed: int = 0
     """The first map seed: iteration i's pair k plays map seed and game seed seed + i * games/2 + k."""
     max_days: int = 365
@@ -147,6 +156,7 @@ class DaggerConfig(SearchOptions):
             ("--max-days", self.max_days, 1),
             ("--tolerance", self.tolerance, 0),
             ("--benchmark-pairs", self.benchmark_pairs, 0),
+            ("--beta-segment", self.beta_segment, 1),
             ("--workers", self.workers, 0),
             ("--threads", self.threads, 0),
         ):
@@ -163,6 +173,8 @@ class DaggerConfig(SearchOptions):
         for what, value in (("--beta0", self.beta0), ("--beta-decay", self.beta_decay)):
             if not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
                 raise UserError(f"{what} must lie in 0..1, not {value!r}")
+        if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and 0 <= self.lr <= 1):
+            raise UserError(f"--lr must lie in 0..1 (0: the --init checkpoint's own), not {self.lr!r}")
         self.think_s, self.press_delay_s = tuple(self.think_s), tuple(self.press_delay_s)
         for what, bounds in (("--think", self.think_s), ("--press-delay", self.press_delay_s)):
             if len(bounds) != 2 or not 0 <= bounds[0] <= bounds[1] <= 5:
@@ -264,7 +276,15 @@ class _DaggerGames:
             expert = ScriptedPlayer(sim_rules(SIZE), plan.seed, hand, cursor=cursor)
         self.learner.reset(sampling_seed(plan.seed, plan.side))
         shadow = ShadowExpert(expert, self.config.tolerance)
-        player = DaggerPlayer(self.learner, shadow, self.beta, plan.seed, plan.side, plan.speed)
+        player = DaggerPlayer(
+            self.learner,
+            shadow,
+            self.beta,
+            plan.seed,
+            plan.side,
+            plan.speed,
+            segment=self.config.beta_segment,
+        )
         self.players[plan.index] = player
         return player
 
@@ -384,8 +404,9 @@ def bc_settings(config: DaggerConfig, iteration: int, learner: Path, data: Path,
         epochs=10**6,
         max_steps=config.steps,
         max_minutes=0.0,
+        lr=config.lr or base.lr,
         lr_decay_minutes=0.0,
-        lr_decay_steps=0,
+        lr_decay_steps=config.steps if config.lr_decay else 0,
         seed=base.seed + iteration,
         sources=sources,
         rung=None,

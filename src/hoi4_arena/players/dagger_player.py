@@ -9,7 +9,9 @@ the game gets instead of the learner's.
    gives its tokens from the same capture;
 3. a coin of the game's own stream (seeded by the game's seed and side) falls with probability `beta`:
    the label is applied (events of source `scripted`, with their skills), else the learner's tokens
-   (source `policy`). The policy is told what was played (`played`, where it has it), so its memory's
+   (source `policy`). With `segment` N > 1 a coin is drawn every N decisions and holds for them all: the
+   expert's steps (a think, a path of moves, a press) span several decisions, and a coin each decision
+   cuts most of them off halfway. The policy is told what was played (`played`, where it has it), so its memory's
    previous action is the game's, as training's is;
 4. the shadow is told what was applied, so its next label starts from where the game now stands.
 
@@ -63,17 +65,28 @@ class DaggerPlayer(ScriptedRecord):
     setup_keys = False
 
     def __init__(
-        self, policy: Any, shadow: ShadowExpert, beta: float, seed: int, side: str, speed: int
+        self,
+        policy: Any,
+        shadow: ShadowExpert,
+        beta: float,
+        seed: int,
+        side: str,
+        speed: int,
+        segment: int = 1,
     ) -> None:
         if not 0.0 <= beta <= 1.0:
             raise ValueError(f"beta must lie in 0..1, not {beta!r}")
+        if segment < 1:
+            raise ValueError(f"segment must be >= 1 decisions, not {segment!r}")
         self.policy = policy
         self.shadow = shadow
         self.scripted = shadow.scripted
         self.beta = float(beta)
         self.speed = speed
         self.layout = policy.layout
+        self.segment = segment
         self.rng = random.Random(f"dagger-{seed}-{side}")
+        self.expert_now = False
         self.decisions: list[LabelledDecision] = []
 
     def request(self) -> CaptureRequest:
@@ -85,7 +98,9 @@ class DaggerPlayer(ScriptedRecord):
         label_tokens = self.shadow.label_tokens
         pointer = to_lattice(*capture.pointer, capture.size)
         learner_tokens = self.policy.decide(capture.views or None, self.speed, pointer)
-        expert = self.rng.random() < self.beta
+        if len(self.decisions) % self.segment == 0:  # a new segment: a new coin (each decision when 1)
+            self.expert_now = self.rng.random() < self.beta
+        expert = self.expert_now
         if expert:
             events = label
         else:
