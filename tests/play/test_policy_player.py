@@ -100,9 +100,9 @@ def test_the_memory_is_carried_within_a_game_and_reset_between_games(tiny_checkp
     player = PolicyPlayer(tiny_checkpoint, mode="deterministic")
     player.reset(0)
     first = player.decide(views, 5, (512, 512))
-    hidden_after_one = player._state.hidden.clone()
+    hidden_after_one = player.memory.state.hidden.clone()
     player.decide(views, 5, (512, 512))
-    assert not torch.equal(player._state.hidden, hidden_after_one)
+    assert not torch.equal(player.memory.state.hidden, hidden_after_one)
     player.reset(0)
     assert np.array_equal(player.decide(views, 5, (512, 512)), first)
 
@@ -146,7 +146,7 @@ def test_reset_memory_starts_the_memory_afresh_every_n_decisions(tiny_checkpoint
         hidden.append([])
         for views in screens:
             player.decide(views, 5, (512, 512))
-            hidden[-1].append(player._state.hidden.clone())
+            hidden[-1].append(player.memory.state.hidden.clone())
     # The first three decisions are the same; the fourth starts from a fresh memory in `every3` only.
     for k in range(3):
         assert torch.equal(hidden[0][k], hidden[1][k])
@@ -157,15 +157,15 @@ def test_reset_memory_starts_the_memory_afresh_every_n_decisions(tiny_checkpoint
     fresh.reset(4)
     for views in screens[:3]:
         previous = fresh.decide(views, 5, (512, 512))
-    fresh._state = type(fresh._state)(policy.initial_state(1).hidden, torch.as_tensor(previous)[None])
-    fresh._generator = torch.Generator().manual_seed(4)
+    fresh.memory.state = type(fresh.memory.state)(policy.initial_state(1).hidden, torch.as_tensor(previous)[None])
+    fresh.memory.generator = torch.Generator().manual_seed(4)
     replay = PolicyPlayer(tiny_checkpoint, mode=mode, reset_memory=3)
     replay.reset(4)
     for views in screens[:3]:
         replay.decide(views, 5, (512, 512))
-    fresh._generator.set_state(replay._generator.get_state())
+    fresh.memory.generator.set_state(replay.memory.generator.get_state())
     assert np.array_equal(fresh.decide(screens[3], 5, (512, 512)), replay.decide(screens[3], 5, (512, 512)))
-    torch.testing.assert_close(fresh._state.hidden, replay._state.hidden, rtol=0, atol=0)
+    torch.testing.assert_close(fresh.memory.state.hidden, replay.memory.state.hidden, rtol=0, atol=0)
     with pytest.raises(UserError, match="reset-memory"):
         PolicyPlayer(tiny_checkpoint, reset_memory=-1)
 

@@ -47,6 +47,8 @@ Try: python -m hoi4_arena.play.policy_player CHECKPOINT.pt
 from __future__ import annotations
 
 import collections
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,7 @@ import torch.nn.functional as F
 from hoi4_arena.defaults import TEMPERATURE, temperature_problem
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
+from hoi4_arena.models.head import Generators
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.tokens import NOOP_TOKEN
@@ -80,11 +83,12 @@ def decode_pointing(
     state: PolicyState,
     *,
     temperature: float,
-    generator: torch.Generator | None,
+    generator: Generators,
     follow_through: bool = False,
 ) -> tuple[torch.Tensor, PolicyState]:
     """One decision per row with kinds at `temperature` (0: argmax) and every move at its likeliest point;
     with `follow_through` a row's kinds are the likeliest ones after its first slot that acts.
+    `generator`: one for the batch, or one per row (row i then draws what a batch of one would draw).
 
     Mirrors `Policy.step` and `ActionHead.decode` (the module docstring says how it is held to them).
     Returns tokens (B, slots, 3) and the state to carry.
@@ -108,7 +112,12 @@ def decode_pointing(
             kind = kind_logits.argmax(dim=-1)
         else:
             probs = F.softmax(kind_logits / temperature, dim=-1)
-            kind = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+            if isinstance(generator, Sequence):
+                kind = torch.cat(
+                    [torch.multinomial(probs[i : i + 1], 1, generator=g) for i, g in enumerate(generator)]
+                ).squeeze(-1)
+            else:
+                kind = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
             if follow_through:
                 kind = torch.where(acted, kind_logits.argmax(dim=-1), kind)
                 acted = acted | (kind != NOOP_KIND)
@@ -129,8 +138,23 @@ def decode_pointing(
     return tokens, PolicyState(h, tokens)
 
 
+@dataclass
+class GameMemory:
+    """What a checkpoint carries through one game: its sampling generator, its recurrent state, the
+    decisions made (for `reset_memory`) and, for a clip encoder, the last global views."""
+
+    generator: torch.Generator
+    clip: collections.deque[np.ndarray]
+    state: PolicyState | None = None
+    """None before the game's first decision (a fresh state: zero memory, no-op previous action)."""
+    decisions: int = 0
+    intent: int | None = None
+    """The intent of the next decision, for a checkpoint conditioned on intents (set by the caller)."""
+
+
 class PolicyPlayer:
-    """A checkpoint playing one decision at a time; see the module docstring."""
+    """A checkpoint playing one decision at a time; see the module docstring. `decide_games` is the one
+    decoding path: `decide` is a batch of one game, `PolicyGames` many games at once."""
 
     def __init__(
         self,
@@ -165,17 +189,22 @@ class PolicyPlayer:
                 "itself; play it where the scripted player chooses them (record-ai --intent-policy), "
                 "or train without --skills"
             )
-        self.intent: int | None = 0 if self.config.intents else None
-        """The intent of the next decision, for a checkpoint conditioned on intents (set by the caller)."""
         self.mode = mode
         self.temperature = float(temperature)
         self.reset_memory = reset_memory
         self.follow_through = bool(follow_through)
         self.name = name or checkpoint_name(self.path)
-        self._generator = torch.Generator().manual_seed(0)
-        self._state: PolicyState | None = None
-        self._decisions = 0  # of this game, for reset_memory
-        self._clip: collections.deque[np.ndarray] = collections.deque(maxlen=self.layout.clip)
+        self.memory = self.new_game(0)
+        """The game `decide` plays (`reset` starts another)."""
+
+    @property
+    def intent(self) -> int | None:
+        """The intent of the next decision, for a checkpoint conditioned on intents (set by the caller)."""
+        return self.memory.intent
+
+    @intent.setter
+    def intent(self, value: int | None) -> None:
+        self.memory.intent = value
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -190,59 +219,141 @@ class PolicyPlayer:
             "provenance": self.checkpoint.provenance,
         }
 
-    def reset(self, seed: int) -> None:
-        self._generator = torch.Generator().manual_seed(int(seed))
-        self._state = None
-        self._decisions = 0
-        self._clip.clear()
+    def new_game(self, seed: int) -> GameMemory:
+        """A game's fresh memory: the generator seeded with `seed`, no state yet, an empty clip."""
+        return GameMemory(
+            torch.Generator().manual_seed(int(seed)),
+            collections.deque(maxlen=self.layout.clip),
+            intent=0 if self.config.intents else None,
+        )
 
-    def observation(self, views: dict[str, np.ndarray], speed: int, pointer: tuple[int, int]) -> Observation:
+    def reset(self, seed: int) -> None:
+        intent = self.memory.intent
+        self.memory = self.new_game(seed)
+        self.memory.intent = intent  # the caller's, kept across games
+
+    def observation(
+        self,
+        views: dict[str, np.ndarray],
+        speed: int,
+        pointer: tuple[int, int],
+        memory: GameMemory | None = None,
+    ) -> Observation:
+        """One game's observation (batch 1): for a clip encoder the game's last global views, the first
+        one repeated before the game's start, as the training windows do."""
+        memory = memory or self.memory
         if self.config.reads_clip:
-            if not self._clip:
-                self._clip.extend([views["global"]] * self._clip.maxlen)  # the first screen before the game
+            if not memory.clip:
+                memory.clip.extend([views["global"]] * memory.clip.maxlen)  # the first screen before the game
             else:
-                self._clip.append(views["global"])
-            views = {**views, "global": np.stack(self._clip)}
-        return Observation.from_views(views, speed, pointer, self.intent if self.config.intents else None)
+                memory.clip.append(views["global"])
+            views = {**views, "global": np.stack(memory.clip)}
+        return Observation.from_views(views, speed, pointer, memory.intent if self.config.intents else None)
 
     def decide(self, views: dict[str, np.ndarray] | None, speed: int, pointer: tuple[int, int]) -> np.ndarray:
         """One decision's (8, 3) int64 tokens from the capture's views, the game speed and the lattice pointer."""
         if views is None:
             raise ValueError("a policy needs the capture's views")
-        # Inference mode, not only no_grad: no version counters or autograd bookkeeping on any tensor
-        # of the forward pass (play never trains on these tensors).
-        with torch.inference_mode():
-            return self._decide(views, speed, pointer)
+        return self.decide_games([self.memory], [views], speed, [pointer])[0]
 
     def played(self, tokens: np.ndarray) -> None:
         """The decision's tokens were not this policy's but `tokens` (8, 3) (DAgger's expert,
         `players/dagger_player.py`): the memory's previous action becomes them, as in training, where it
         is the labelled one."""
-        if self._state is not None:
-            previous = torch.tensor(np.array(tokens, np.int64)[None], device=self._state.previous.device)
-            self._state = PolicyState(self._state.hidden, previous)
+        state = self.memory.state
+        if state is not None:
+            previous = torch.tensor(np.array(tokens, np.int64)[None], device=state.previous.device)
+            self.memory.state = PolicyState(state.hidden, previous)
 
-    def _decide(self, views: dict[str, np.ndarray], speed: int, pointer: tuple[int, int]) -> np.ndarray:
-        obs = self.observation(views, speed, pointer)
-        state = self._state or self.policy.initial_state(1)
-        if self.reset_memory and self._decisions and self._decisions % self.reset_memory == 0:
-            state = PolicyState(self.policy.initial_state(1).hidden, state.previous)
-        self._decisions += 1
+    def decide_games(
+        self,
+        games: list[GameMemory],
+        views: list[dict[str, np.ndarray]],
+        speed: int,
+        pointers: list[tuple[int, int]],
+    ) -> np.ndarray:
+        """One decision of each game at once, (B, 8, 3) int64: one policy call for the batch, each game
+        with its own memory and generator, so a game draws what it would draw alone. The policy's numbers
+        are a batch's: on a CPU the convolutions of a batch of B round differently from B batches of one
+        (about 1e-7), so a token drawn at a boundary or an argmax near a tie could in principle differ
+        from the one-game loop's (docs/play.md, "Many games at once")."""
+        # Inference mode, not only no_grad: no version counters or autograd bookkeeping on any tensor
+        # of the forward pass (play never trains on these tensors).
+        with torch.inference_mode():
+            return self._decide(games, views, speed, pointers)
+
+    def _decide(
+        self,
+        games: list[GameMemory],
+        views: list[dict[str, np.ndarray]],
+        speed: int,
+        pointers: list[tuple[int, int]],
+    ) -> np.ndarray:
+        seen = [self.observation(v, speed, p, g) for g, v, p in zip(games, views, pointers, strict=True)]
+        obs = seen[0] if len(seen) == 1 else _stack(seen)
+        fresh = self.policy.initial_state(1)
+        hidden, previous = [], []
+        for game in games:
+            state = game.state or fresh
+            if self.reset_memory and game.decisions and game.decisions % self.reset_memory == 0:
+                state = PolicyState(fresh.hidden, state.previous)
+            hidden.append(state.hidden)
+            previous.append(state.previous)
+            game.decisions += 1
+        state = PolicyState(torch.cat(hidden), torch.cat(previous))
+        generators = [game.generator for game in games]
         if self.mode == "sample":
-            tokens, self._state = self.policy.act(
-                obs, state, temperature=self.temperature, generator=self._generator
-            )
+            tokens, after = self.policy.act(obs, state, temperature=self.temperature, generator=generators)
         else:
             temperature = 0.0 if self.mode == "deterministic" else self.temperature
-            tokens, self._state = decode_pointing(
+            tokens, after = decode_pointing(
                 self.policy,
                 obs,
                 state,
                 temperature=temperature,
-                generator=self._generator,
+                generator=generators,
                 follow_through=self.follow_through,
             )
-        return tokens[0].numpy().astype(np.int64)
+        for i, game in enumerate(games):
+            game.state = PolicyState(after.hidden[i : i + 1], after.previous[i : i + 1])
+        return tokens.numpy().astype(np.int64)
+
+
+def _stack(observations: list[Observation]) -> Observation:
+    """Observations of one decision each as one batch."""
+    fields = ("global_view", "quadrants", "fovea", "speed", "pointer")
+    intents = [o.intent for o in observations]
+    return Observation(
+        *(torch.cat([getattr(o, name) for o in observations]) for name in fields),
+        intent=None if intents[0] is None else torch.cat(intents),
+    )
+
+
+@dataclass
+class PolicyGames:
+    """A checkpoint playing many games at once (`play/lockstep.py`): a memory per slot, one policy call a
+    decision for the slots asked (`PolicyPlayer.decide_games`)."""
+
+    player: PolicyPlayer
+    memories: dict[int, GameMemory] = field(default_factory=dict)
+
+    @property
+    def layout(self) -> ViewLayout:
+        return self.player.layout
+
+    def reset(self, slot: int, seed: int) -> None:
+        """Slot `slot` begins a game whose sampling seed is `seed`."""
+        self.memories[slot] = self.player.new_game(seed)
+
+    def decide(
+        self,
+        slots: list[int],
+        views: list[dict[str, np.ndarray]],
+        speed: int,
+        pointers: list[tuple[int, int]],
+    ) -> np.ndarray:
+        """(len(slots), 8, 3) int64: one decision of each slot's game."""
+        return self.player.decide_games([self.memories[s] for s in slots], views, speed, pointers)
 
 
 if __name__ == "__main__":
