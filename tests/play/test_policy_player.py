@@ -157,7 +157,9 @@ def test_reset_memory_starts_the_memory_afresh_every_n_decisions(tiny_checkpoint
     fresh.reset(4)
     for views in screens[:3]:
         previous = fresh.decide(views, 5, (512, 512))
-    fresh.memory.state = type(fresh.memory.state)(policy.initial_state(1).hidden, torch.as_tensor(previous)[None])
+    fresh.memory.state = type(fresh.memory.state)(
+        policy.initial_state(1).hidden, torch.as_tensor(previous)[None]
+    )
     fresh.memory.generator = torch.Generator().manual_seed(4)
     replay = PolicyPlayer(tiny_checkpoint, mode=mode, reset_memory=3)
     replay.reset(4)

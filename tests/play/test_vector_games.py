@@ -75,3 +75,51 @@ def test_a_killed_worker_ends_its_games_invalid_and_is_replaced() -> None:
         assert not steps[1].done and games.decisions[1] == 2
         after = games.step(_tokens(rng, 3))  # the fresh worker plays the slots' next games
         assert not any(step.done for step in after)
+
+
+class _FirstGames:
+    """A schedule that runs out: each slot's first game, then nothing."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.schedule = schedule
+        self.games = schedule.games
+
+    def plan(self, slot: int, number: int):
+        return self.schedule.plan(slot, number) if number == 0 else None
+
+
+def test_a_slot_whose_schedule_runs_out_is_idle_until_a_game_begins_there() -> None:
+    schedule = Schedule(games=2, seed=4)
+    rng = np.random.default_rng(2)
+    with VectorGames(SETTINGS, _FirstGames(schedule)) as games:
+        games.begin()
+        while games.plans != [None, None]:
+            steps = games.step(_tokens(rng, 2))
+        assert all(step.done and step.valid and step.summary["number"] == 0 for step in steps)
+        assert games.step(_tokens(rng, 2)) == [None, None]  # nothing under way: nothing asked
+        later = schedule.plan(1, 1)
+        steps = games.step(_tokens(rng, 2), begin={1: later})
+        assert steps[0] is None and not steps[1].done and steps[1].rewards == {} and steps[1].views
+        assert games.plans == [None, later] and games.decisions == [0, 0]
+        steps = games.step(_tokens(rng, 2))
+        assert steps[0] is None and not steps[1].done and games.decisions == [0, 1]
+        with pytest.raises(ValueError, match=r"slots \[1\] have a game under way"):
+            games.step(_tokens(rng, 2), begin={1: later})
+
+
+@pytest.mark.slow
+def test_a_game_to_begin_on_a_killed_worker_begins_on_the_fresh_one() -> None:
+    schedule = Schedule(games=2, seed=4)
+    rng = np.random.default_rng(3)
+    with VectorGames(SETTINGS, _FirstGames(schedule), workers=2) as games:
+        games.begin()
+        while games.plans != [None, None]:
+            games.step(_tokens(rng, 2))
+        victim = games.workers[0]
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.process.join(timeout=30)
+        later = schedule.plan(0, 1)
+        steps = games.step(_tokens(rng, 2), begin={0: later})
+        assert games.replaced == 1 and games.workers[0] is not victim
+        assert not steps[0].done and steps[0].views and steps[1] is None and games.plans == [later, None]
+        assert not games.step(_tokens(rng, 2))[0].done  # the fresh worker plays it

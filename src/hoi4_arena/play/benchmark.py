@@ -9,7 +9,8 @@ say otherwise), `scripted` (the scripted player, by record-ai), `search` (the se
 record-ai --player search with its default search: docs/search.md), `random` (the seeded uniform baseline,
 by play-policy) or `ai` (the game's AI on both sides, by record-ai --player ai). Every game is the
 runner's (`play/runner.py`): 365 days, 960x540, speed 5, the game's AI at 0.5, not recorded unless
-`--record`. Each player's games go to OUT/SUITE/PLAYER/ (results.jsonl, the command's settings file,
+`--record`; a checkpoint's and random's games play `--lockstep` at once over the vector layer
+(`play/lockstep.py`: the same games, one batched policy call a decision). Each player's games go to OUT/SUITE/PLAYER/ (results.jsonl, the command's settings file,
 player.json); a checkpoint's folder is named by its file's sha256 prefix and its decoding, so two
 decodings of one checkpoint are two players and the same file by another path is the same player.
 
@@ -82,6 +83,11 @@ class BenchmarkConfig:
     """Play each game as a Ray task (auto, local or a head's HOST:PORT), as play-policy's --ray."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
+    lockstep: int = 8
+    """A checkpoint's or random's games, when not recorded, play this many at once in lockstep, one
+    batched policy call a decision (1: one after another); the same games."""
+    workers: int = 0
+    """With --lockstep: worker processes that run the games (0: every game in this process)."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -97,6 +103,8 @@ class BenchmarkConfig:
             ("--reset-memory", self.reset_memory, 0, 10**9),
             ("--threads", self.threads, 0, 1024),
             ("--ray-games", self.ray_games, 0, 10**6),
+            ("--lockstep", self.lockstep, 1, 10**6),
+            ("--workers", self.workers, 0, 1024),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise UserError(f"{what} must be a whole number in {low}..{high}, not {value!r}")
@@ -204,6 +212,8 @@ def _player_config(config: BenchmarkConfig, spec: PlayerSpec, suite: str, folder
         speed=SPEED,
         record=config.record,
         name=spec.folder,
+        lockstep=config.lockstep,
+        workers=config.workers,
         **decoding,
         **common,
     )

@@ -3,7 +3,8 @@
 A and B are each a policy checkpoint, `random` (the seeded uniform baseline) or `scripted` (the scripted
 player). Each plays 2N games: seed S + k from BLU, then from RED, for k < N, on the same map, screen,
 speed, time limit and AI strength. A checkpoint or `random` plays through play-policy
-(`run_play_policy`, into OUT/<A's name>/), the scripted player through record-ai (`run_record_ai`),
+(`run_play_policy`, into OUT/<A's name>/; with --no-record `--lockstep` games at once over the vector
+layer, the same games), the scripted player through record-ai (`run_record_ai`),
 both of which plan exactly these games (game 2k: seed S + k from BLU, game 2k + 1: from RED). A bare
 preset is its map of seed 0 for both (record-ai alone would draw a map per seed; play-policy cannot).
 Then `evaluation.paired.compare` pairs the two players' games seed by seed and side by side: each one's
@@ -92,12 +93,23 @@ class EvaluateConfig(Decoding):
     collect-pair's; the same games as without."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
+    lockstep: int = 8
+    """A checkpoint's or random's games that are not recorded (--no-record, --game sim, not --ray) play
+    this many at once in lockstep, one batched policy call a decision (1: one after another); the same
+    games."""
+    workers: int = 0
+    """With --lockstep: worker processes that run the games (0: every game in this process)."""
     progress: bool = True
     """Progress bars on stderr."""
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
-        for what, value, low in (("--pairs", self.pairs, 1), ("--seed", self.seed, 0)):
+        for what, value, low in (
+            ("--pairs", self.pairs, 1),
+            ("--seed", self.seed, 0),
+            ("--lockstep", self.lockstep, 1),
+            ("--workers", self.workers, 0),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
         for what, player in (("A", self.a), ("B", self.b)):
@@ -172,6 +184,8 @@ class EvaluateConfig(Decoding):
             speed=self.speed,
             record=self.record,
             name=self.names[which],
+            lockstep=self.lockstep,
+            workers=self.workers,
             **decoding,
             **common,
         )

@@ -18,7 +18,10 @@ Each game:
    OUT/results.jsonl.
 
 Every game is played by the one runner (`play/runner.py`); this module is play-policy's settings, its
-player (`make_player`) and its results rows.
+player (`make_player`) and its results rows. A headless run that records nothing (`--no-record`, `--game
+sim`, no `--peer` or `--ray`) plays `--lockstep N` games at once over the vector layer
+(`play/lockstep.py`, `--workers` processes): one policy call a decision for all of them, the same games
+and rows as one after another (`--lockstep 1`).
 
 Seeds: game i plays game seed `--seed + i` (with `--side alternate`: `--seed + i // 2`, BLU for even i,
 RED for odd i, so each seed is played from both sides); the policy's sampling generator is seeded per
@@ -126,6 +129,11 @@ class PlayConfig(Decoding):
     hoi4_station resource."""
     ray_games: int = 0
     """With --ray: at most this many games at a time (0: the cluster's CPUs)."""
+    lockstep: int = 8
+    """Headless games that are not recorded (--no-record; not --peer or --ray) play this many at once in
+    lockstep, one batched policy call a decision (1: one after another); the same games and rows."""
+    workers: int = 0
+    """With --lockstep: worker processes that run the games (0: every game in this process)."""
     peer: str | None = None
     """Play each game on this station (a name in the peers file; `serve-worker --game sim` there),
     which starts it with new_game; the same rows and sessions as without. Presets only, not --ray."""
@@ -143,6 +151,8 @@ class PlayConfig(Decoding):
             ("--max-decisions", self.max_decisions, 0),
             ("--threads", self.threads, 0),
             ("--ray-games", self.ray_games, 0),
+            ("--lockstep", self.lockstep, 1),
+            ("--workers", self.workers, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
@@ -167,6 +177,18 @@ class PlayConfig(Decoding):
         self.entries = run_maps(self.arena)  # malformed entries, unknown presets and bad folders fail now
         self.maps = [entry.spec for entry in self.entries]
         check_peer_options(self.peer, self.ray, self.game, self.maps)
+
+    @property
+    def in_lockstep(self) -> bool:
+        """Whether the games play `lockstep` at once over the vector layer (a headless run that records
+        nothing, on this machine)."""
+        return (
+            self.lockstep > 1
+            and not self.record
+            and backend(self.game).headless
+            and self.peer is None
+            and self.ray is None
+        )
 
     @property
     def mode(self) -> str:
@@ -244,6 +266,30 @@ def make_player(config: PlayConfig) -> tuple[TokenPolicy, dict[str, Any]]:
         "layout": player.layout_version,
     }
     return player, identity
+
+
+def lockstep_of(config: PlayConfig, policy: TokenPolicy) -> Any:
+    """The `play.lockstep.Lockstep` of a run that plays in lockstep (`PlayConfig.in_lockstep`), else None."""
+    if not config.in_lockstep:
+        return None
+    from hoi4_arena.play.lockstep import EachGame, Lockstep
+    from hoi4_arena.play.policy_player import PolicyGames, PolicyPlayer
+    from hoi4_arena.play.random_policy import RandomPolicy
+    from hoi4_arena.play.rollout_game import RolloutSettings
+
+    slots = min(config.lockstep, config.games)
+    reads = policy.layout is not None
+    player = PolicyGames(policy) if isinstance(policy, PolicyPlayer) else EachGame(RandomPolicy, slots)
+    settings = RolloutSettings(
+        size=config.size,
+        # A player that reads no views asks for none, in the cheapest layout (as the runner's TokenPlayer).
+        layout=policy.layout.name if reads else "cpu",
+        views=reads,
+        speed=config.speed,
+        max_days=config.max_days,
+        max_decisions=config.max_decisions,
+    )
+    return Lockstep(player, settings, config.ai_strength, games=slots, workers=config.workers)
 
 
 # --- the run ----------------------------------------------------------------------------------------
@@ -401,5 +447,6 @@ def run_play_policy(config: PlayConfig) -> dict[str, Any]:
             ray=config.ray,
             ray_games=config.ray_games,
             window=not backend(config.game).headless,
+            lockstep=lockstep_of(config, policy),
         )
     return {"player": policy.name, "mode": config.mode, **summary, "settings": settings}

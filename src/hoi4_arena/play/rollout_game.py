@@ -74,6 +74,9 @@ class RolloutSettings:
     state: bool = False
     """Hand back the learner's side's ARENA facts with every observation (`Step.state`): what train-ppo
     --critic state's critic reads; the policy never sees them."""
+    views: bool = True
+    """Capture the views every decision (False: a player that reads none, the random policy, asks for
+    none, as its `TokenPlayer` does in the runner; `Step.views` is then empty)."""
 
 
 @dataclass(frozen=True)
@@ -145,17 +148,18 @@ class _Seat:
 
     setup_keys = False
 
-    def __init__(self, layout: Any, full: bool = False) -> None:
+    def __init__(self, layout: Any, full: bool = False, views: bool = True) -> None:
         self.layout = layout
         self.full = full
+        self.views = views
         self.shadow: Any = None
         """The game's shadow expert: its template crops and frame are captured too."""
 
     def request(self) -> CaptureRequest:
         if self.shadow is None:
-            return CaptureRequest(views=True, full=self.full)
+            return CaptureRequest(views=self.views, full=self.full)
         wanted = self.shadow.request()
-        return CaptureRequest(views=True, full=self.full or wanted.full, regions=wanted.regions)
+        return CaptureRequest(views=self.views, full=self.full or wanted.full, regions=wanted.regions)
 
     def warm_up(self, capture: Capture) -> None:
         pass
@@ -171,7 +175,7 @@ class RolloutGame:
         self.settings = settings
         self.station = station
         self.layout = ViewLayout.named(settings.layout)
-        self.seat = _Seat(self.layout, full=render)
+        self.seat = _Seat(self.layout, full=render, views=settings.views)
         self.plan: GamePlan | None = None
         self.worker: Any = None
         self.own: Any = None
@@ -431,8 +435,12 @@ class RolloutGame:
             "outcome": outcome_of(record.winner, plan.side, bool(state and state.over))
             if record.valid
             else None,
+            "winner": record.winner,
+            "declarer": record.declarer,
             "decisions": record.decisions,
             "days": record.days,
+            "play_ns": record.play_ns,
+            "late": record.late,
             "setup": record.setup,
             "terms": dict(tracker.sums),
             "session": record.session,

@@ -6,6 +6,7 @@ simulator), ignores Ctrl+C (the learner stops it), and serves requests one at a 
 
     ("begin", [(slot, plan), ...])             -> [Step, ...]   the slots' first observations
     ("step", [(slot, tokens, next_plan, rival), ...]) -> [Step, ...]  one decision of each of its slots
+                                                (tokens None: begin next_plan's game in that idle slot)
     ("replay", [(slot, plan, [tokens, ...], [rival, ...] | None), ...]) -> [Step, ...]  games replayed
                                                                          up to where they were
     ("close",)                                  -> None
@@ -87,7 +88,10 @@ class _Handler:
         if op == "begin":
             return [self.game(slot).begin(plan) for slot, plan in request[1]]
         if op == "step":
-            return [self.game(slot).step(tokens, plan, rival) for slot, tokens, plan, rival in request[1]]
+            return [
+                self.game(slot).begin(plan) if tokens is None else self.game(slot).step(tokens, plan, rival)
+                for slot, tokens, plan, rival in request[1]
+            ]
         if op == "replay":
             return [self._replay(*replay) for replay in request[1]]
         raise ValueError(f"unknown rollout request {op!r}")

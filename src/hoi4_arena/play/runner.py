@@ -8,7 +8,9 @@ A run (`run_games`) is a command's `Run`: the plan of game i (map, seed, side, s
 worker, the player of a game, the recorder's settings and the results row. The runner resumes OUT
 (`results.open_run`: the settings must match, finished games are skipped, an interrupted game's
 unfinished session is replaced), keeps a crashed game as invalid with its reason and goes on, shows the
-progress, appends one row a game to OUT/results.jsonl and returns the summary.
+progress, appends one row a game to OUT/results.jsonl and returns the summary. The pending games are
+played one after another here, as Ray tasks (`play/ray_games.py`), or, for a headless run that records
+nothing, N at once in lockstep over the vector layer (`play/lockstep.py`: the same games and rows).
 
 Try: hoi4-arena play-policy random runs/random --games 2 --max-days 10
 """
@@ -28,6 +30,7 @@ from typing import Any, Protocol
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import TAGS, other_tag
 from hoi4_arena.maps.specs import MapEntry, map_entries
+from hoi4_arena.play.lockstep import Lockstep, play_lockstep
 from hoi4_arena.play.ray_games import RayGames
 from hoi4_arena.results import GameResult, append_result, open_run, win_record
 from hoi4_arena.screen.backends import backend
@@ -319,12 +322,16 @@ def run_games(
     ray: str | None = None,
     ray_games: int = 0,
     window: bool = False,
+    lockstep: Lockstep | None = None,
 ) -> dict[str, Any]:
     """Play a run's games into `out` (resuming it); the summary: the record, decisions, play minutes,
     this run's speed. `ray`: play them as Ray tasks on that cluster instead (`play/ray_games.py`: auto,
     local or an address), at most `ray_games` at a time (0: the cluster's CPUs); the same rows and
     sessions as the local loop writes; `window`: the games need a screen, so on Ray each goes to a
-    station."""
+    station. `lockstep`: play them N at once over the vector layer (`play/lockstep.py`; headless games,
+    no recording, no play-time budget), the same rows as the local loop writes."""
+    if lockstep is not None and (ray is not None or limits.budget_ns is not None):
+        raise ValueError("a lockstep run plays on this machine, with no play-time budget")
     cluster = None
     if ray is not None:
         # Before OUT is touched: a bad address, or window games and no station, writes nothing.
@@ -363,6 +370,9 @@ def run_games(
         if cluster is not None:
             with cluster:
                 interrupted = cluster.play(run, out, pending, budget_left, wall_out, finished, play_one, bar)
+        elif lockstep is not None:
+            bar.lockstep(lockstep.games)
+            interrupted = play_lockstep(run, lockstep, pending, wall_out, finished, bar.decisions_made)
         else:
             with run.workers() as open_worker:
 
@@ -442,6 +452,15 @@ class _Progress:
 
     def decision(self, count: int) -> None:
         if self.bar is not None and count % 5 == 0:
+            self.bar.update(self.decisions, completed=count)
+
+    def lockstep(self, games: int) -> None:
+        """The second bar counts the decisions of every game played at once."""
+        if self.bar is not None:
+            self.bar.reset(self.decisions, total=None, description=f"decisions, {games} games at once")
+
+    def decisions_made(self, count: int) -> None:
+        if self.bar is not None:
             self.bar.update(self.decisions, completed=count)
 
     def end_game(self, row: GameResult) -> None:

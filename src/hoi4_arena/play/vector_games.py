@@ -15,10 +15,15 @@ processes, `RayWorker` actors; slot s lives in worker s % W). A worker that dies
 memory) is replaced by a fresh one: its slots' games end invalid ("worker process died") and their next
 games begin, and the step goes on for the other slots.
 
+A schedule may also run out: a slot whose game ends with no next plan (`plan` gives None) is idle
+(`plans[s]` None, its `step` answer None) until `step(..., begin={slot: plan})` begins a game there in
+the same round as the other slots' decisions (its answer is that game's first observation). That is
+how a run of numbered games hands each game to the first slot that frees up (`play/lockstep.py`).
+
 What a learner adds on top (a policy's memory and sampling generator per slot, its rivals, what it
 stores) lives with the learner: `rl/rollout.py`'s `Rollouts` for train-ppo, `rl/sb3_vec_env.py` for
-Stable-Baselines3. `replay` re-plays games from their tokens (the simulator is deterministic): a resumed
-run goes on exactly where it stopped.
+Stable-Baselines3, `play/lockstep.py` for play-policy's runs. `replay` re-plays games from their tokens
+(the simulator is deterministic): a resumed run goes on exactly where it stopped.
 
 Try: .venv/bin/python -m pytest -q tests/play/test_vector_games.py
 """
@@ -62,9 +67,9 @@ class VectorGames:
         self.workers: list[Any] = (
             [LocalWorker(settings, station)] if count == 0 else [self._new_worker() for _ in range(count)]
         )
-        self.plans: list[GamePlan] = []
-        """Each slot's game under way."""
-        self.decisions: list[int] = []
+        self.plans: list[GamePlan | None] = [None] * schedule.games
+        """Each slot's game under way (None: the slot is idle)."""
+        self.decisions: list[int] = [0] * schedule.games
         """Decisions each slot's game under way has made."""
         self.replaced = 0
         """Workers replaced after dying."""
@@ -80,21 +85,36 @@ class VectorGames:
         answers = self._ask("begin", {s: (s, self.plans[s]) for s in range(self.games)})
         return [answers[s] for s in range(self.games)]
 
-    def step(self, tokens: np.ndarray, rivals: dict[int, np.ndarray] | None = None) -> list[Step]:
-        """One decision of every slot: `tokens` (N, 8, 3), and a policy rival's tokens by slot in a
-        two-player game. A slot whose game ended has begun its next (`plans` is that game's now)."""
+    def step(
+        self,
+        tokens: np.ndarray,
+        rivals: dict[int, np.ndarray] | None = None,
+        begin: dict[int, GamePlan] | None = None,
+    ) -> list[Step | None]:
+        """One decision of every slot with a game under way: `tokens` (N, 8, 3) (an idle slot's row is not
+        used), and a policy rival's tokens by slot in a two-player game. A slot whose game ended has begun
+        its next (`plans` is that game's now), or is idle when the schedule has none. `begin`: idle slots'
+        games to begin in this round (their answers: the first observations). An idle slot's answer is None."""
         if len(tokens) != self.games:
             raise ValueError(f"{len(tokens)} decisions for {self.games} games")
+        begin = begin or {}
+        busy = [s for s in begin if self.plans[s] is not None]
+        if busy:
+            raise ValueError(f"slots {busy} have a game under way: only an idle slot begins one")
         rivals = rivals or {}
-        upcoming = [self.schedule.plan(s, self.plans[s].number + 1) for s in range(self.games)]
-        requests = {s: (s, tokens[s], upcoming[s], rivals.get(s)) for s in range(self.games)}
+        playing = [s for s in range(self.games) if self.plans[s] is not None]
+        upcoming = {s: self.schedule.plan(s, self.plans[s].number + 1) for s in playing}
+        requests = {s: (s, tokens[s], upcoming[s], rivals.get(s)) for s in playing}
+        requests.update({s: (s, None, plan, None) for s, plan in begin.items()})
         answers = self._ask("step", requests)
-        for s in range(self.games):
+        for s, plan in begin.items():
+            self.plans[s], self.decisions[s] = plan, 0
+        for s in playing:
             if answers[s].done:
                 self.plans[s], self.decisions[s] = upcoming[s], 0
             else:
                 self.decisions[s] += 1
-        return [answers[s] for s in range(self.games)]
+        return [answers.get(s) for s in range(self.games)]
 
     def replay(
         self, plans: list[GamePlan], decisions: list[list[np.ndarray]], rivals: list[list[np.ndarray] | None]
@@ -134,23 +154,31 @@ class VectorGames:
                     continue
                 except WorkerDied as error:
                     log.warning("%s: a fresh process takes its games", error)
-            answers.update(self._replace(w, slots, op))
+            answers.update(self._replace(w, slots, op, requests))
         return answers
 
     def _new_worker(self) -> Any:
         return WorkerProcess(self.settings) if self.ray is None else RayWorker(self.settings, self.ray)
 
-    def _replace(self, w: int, slots: list[int], op: str) -> dict[int, Step]:
+    def _replace(self, w: int, slots: list[int], op: str, requests: dict[int, Any]) -> dict[int, Step]:
+        """A fresh worker for the dead one: the games its slots were playing end invalid, and their next
+        games (and the games that were to begin in this round) begin on it."""
         if op != "step":
             raise WorkerDied(f"a rollout process died while its games were being {op}ed")
         self.workers[w].close()
         self.workers[w] = self._new_worker()
         self.replaced += 1
-        out = {}
-        plans = {s: self.schedule.plan(s, self.plans[s].number + 1) for s in slots}
-        begun = self.workers[w]
-        begun.send(("begin", [(s, plans[s]) for s in slots]))
-        for s, step in zip(slots, begun.receive(), strict=True):
+        playing = [s for s in slots if self.plans[s] is not None]
+        plans = {s: self.schedule.plan(s, self.plans[s].number + 1) for s in playing}
+        plans.update({s: requests[s][2] for s in slots if self.plans[s] is None})  # begun this round
+        begun = {s: plan for s, plan in plans.items() if plan is not None}
+        out: dict[int, Step] = {}
+        if begun:
+            worker = self.workers[w]
+            worker.send(("begin", list(begun.items())))
+            out.update(zip(begun, worker.receive(), strict=True))
+        for s in playing:
+            step = out.get(s) or Step(views={}, pointer=(0, 0), speed=self.settings.speed)  # no next game
             step.done, step.valid, step.rewards = True, False, {}
             step.summary = {
                 **asdict(self.plans[s]),
