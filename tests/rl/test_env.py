@@ -200,6 +200,53 @@ def test_the_scripted_player_as_the_rival_plays_the_other_side_on_its_own_screen
     env.close()
 
 
+def test_a_checkpoint_as_the_rival_plays_the_other_side_as_play_policy_would(
+    make_checkpoint, monkeypatch
+) -> None:
+    """Each step the checkpoint decides on its own screen's observation with its own memory and a
+    generator seeded sampling_seed(game seed, RED): an independent PolicyPlayer given the same
+    observations gives the tokens the rival played."""
+    from hoi4_arena.play.policy_player import PolicyPlayer
+    from hoi4_arena.play.rollout_game import RolloutGame
+    from hoi4_arena.screen.game import sampling_seed
+
+    checkpoint = make_checkpoint()
+    decoding = {"point": True, "temperature": 0.7, "follow_through": True, "reset_memory": 2}
+    seen, played = [], []
+    observe, step = RolloutGame._observation, RolloutGame.step
+    monkeypatch.setattr(
+        RolloutGame, "_observation", lambda self, *a, **k: seen.append(observe(self, *a, **k)) or seen[-1]
+    )
+    monkeypatch.setattr(
+        RolloutGame,
+        "step",
+        lambda self, tokens, plan, rival=None: played.append(rival) or step(self, tokens, plan, rival),
+    )
+    env = SimEnv(**SMALL, rival=str(checkpoint), rival_decoding=decoding, max_days=1)
+    last, _ = _play(env, lambda info: NOOP)
+    assert last["game"]["opponent"] == "checkpoint" and last["game"]["valid"] and env.side == "BLU"
+    player = PolicyPlayer(checkpoint, mode="point", temperature=0.7, follow_through=True, reset_memory=2)
+    player.reset(sampling_seed(env.seed, "RED"))
+    assert len(played) == len(seen) - 1 >= 4
+    for observation, tokens in zip(seen, played, strict=False):
+        expected = player.decide(observation.rival_views, 5, observation.rival_pointer)
+        np.testing.assert_array_equal(tokens, expected)
+    assert any(tokens[:, 0].any() for tokens in played)  # it acted
+    env.close()
+    with pytest.raises(UserError, match="rival must be one of ai, scripted or a policy checkpoint file"):
+        SimEnv(rival="nope.pt")
+    with pytest.raises(UserError, match="unknown rival_decoding options"):
+        SimEnv(rival=str(checkpoint), rival_decoding={"colour": 1})
+    with pytest.raises(UserError, match="checkpoint rival's"):
+        SimEnv(rival="ai", rival_decoding={"point": True})
+    with pytest.raises(UserError, match="--follow-through"):
+        SimEnv(rival=str(checkpoint), rival_decoding={"follow_through": True})
+    full = SimEnv(size=(540, 960), layout="cpu", rival=str(make_checkpoint("full", layout="full")))
+    with pytest.raises(UserError, match="reads view layout 'full', the env captures 'cpu'"):
+        full.reset(seed=0)
+    full.close()
+
+
 def test_bad_actions_and_settings_are_refused_with_a_message() -> None:
     with pytest.raises(ValueError, match="shape"):
         check_action(np.zeros((7, 3), dtype=np.int64))

@@ -96,7 +96,8 @@ class GamePlan:
     opponent: str = "ai"
     """Who plays the other side (`ppo_config.LEAGUE_MEMBERS`): ai (the game's AI, a one-player game);
     scripted (the scripted player, on its own screen of a two-player world); current, recent or old (a
-    policy the learner's process runs, on its own screen: the game's `Step`s carry its observations)."""
+    policy the learner's process runs, on its own screen: the game's `Step`s carry its observations);
+    checkpoint (the Gymnasium env's checkpoint rival, a policy too)."""
     save: str | None = None
     """A rung save the game goes on from (make-ladder's; it fixes the map, the world's seeds, the side
     and the AI; `seed` then only seeds the policy's sampling), or None: a new game of `spec`."""

@@ -31,8 +31,11 @@ against `rival`:
   the shaping terms `reward` weighs, e.g. `reward={"setup": 0.1, "provinces": 0.05}` (the terms setup,
   victory_points and provinces, each a potential difference read from the ARENA log; default: none, the
   outcome alone, as train-ppo's `--reward`);
-- rival: the game's AI (`ai`, at `ai_strength`), or the scripted player on its own screen of a
-  two-player world (`scripted`);
+- rival: the game's AI (`ai`, at `ai_strength`), the scripted player on its own screen of a
+  two-player world (`scripted`), or a policy checkpoint on that screen (a checkpoint file: it decides
+  in the env's process each step from its own screen's views, with `rival_decoding`'s decoding, its
+  memory and sampling generator seeded `sampling_seed(game seed, its side)` each game, as play-policy's
+  player would; its layout must be the env's);
 - start: a new game of `arena`, or with `save` the saved game going on (make-ladder's rungs: a
   `reset(options={"save": path})` per episode draws them), its side the save's;
 - with `shadow=True`, info's `expert` is the scripted player's label of each observation (the (8, 3)
@@ -64,9 +67,11 @@ from gymnasium import spaces
 
 from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
-from hoi4_arena.maps.model import TAGS
+from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.play.decoding import Decoding
 from hoi4_arena.play.rollout_game import GamePlan, RolloutGame, RolloutSettings, Step
 from hoi4_arena.players.templates import sim_rules
+from hoi4_arena.screen.game import sampling_seed
 from hoi4_arena.screen.lattice import LATTICE
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.match import MatchLog
@@ -78,6 +83,7 @@ from hoi4_arena.sim.save import read_header
 ENV_ID = "hoi4_arena/Sim-v0"
 SIDES = (*TAGS, "random")
 RIVALS = ("ai", "scripted")
+"""The rivals named by a word; any other rival is a checkpoint file."""
 _SEED_BOUND = 2**31
 
 
@@ -113,8 +119,12 @@ class SimEnvConfig:
     The save fixes the map, the world's seeds, the side played, the AI and the screen (arena, side,
     ai_strength, size, news and events are not used); a save whose match runs is not started again."""
     rival: str = "ai"
-    """Who plays the other side: ai (the game's AI) or scripted (the scripted player on its own screen of
-    a two-player world; not with a save)."""
+    """Who plays the other side: ai (the game's AI), scripted (the scripted player on its own screen of a
+    two-player world) or a policy checkpoint file (on that screen; its layout must be the env's); not
+    with a save."""
+    rival_decoding: dict[str, Any] = field(default_factory=dict)
+    """A checkpoint rival's decoding, play-policy's options by name: point, deterministic, temperature,
+    reset_memory, follow_through (default: sampled at temperature 1)."""
     shadow: bool = False
     """Label every observation with the scripted player's input from that screen (info's `expert`)."""
 
@@ -142,14 +152,36 @@ class SimEnvConfig:
             raise UserError(
                 f"save {self.save!r} is no file (make-ladder's rung saves are OUT/GAME/S0.simsave ...)"
             )
-        if self.rival not in RIVALS:
-            raise UserError(f"rival must be one of {', '.join(RIVALS)}, not {self.rival!r}")
+        if self.rival not in RIVALS and not Path(self.rival).is_file():
+            raise UserError(
+                f"rival must be one of {', '.join(RIVALS)} or a policy checkpoint file, not {self.rival!r}"
+            )
+        self.rival_decoder()  # bad decoding options fail now
         if self.rival != "ai" and self.save is not None:
             raise UserError("a save goes on against the game's AI it was saved with: rival must be ai")
         if not isinstance(self.shadow, bool):
             raise UserError(f"shadow must be True or False, not {self.shadow!r}")
         if self.shadow or self.rival == "scripted":
             sim_rules(self.size)  # the scripted player reads a screen it is calibrated for (UserError if not)
+
+    @property
+    def checkpoint_rival(self) -> bool:
+        return self.rival not in RIVALS
+
+    def rival_decoder(self) -> Decoding:
+        """`rival_decoding` checked (UserError for an unknown or bad option, or options without a
+        checkpoint rival)."""
+        known = {f.name for f in fields(Decoding)}
+        unknown = sorted(set(self.rival_decoding) - known)
+        if unknown:
+            raise UserError(f"unknown rival_decoding options {unknown}; known: {', '.join(sorted(known))}")
+        decoding = Decoding(**self.rival_decoding)
+        decoding.check_decoding(
+            None
+            if self.checkpoint_rival
+            else "rival_decoding is a checkpoint rival's: give rival a checkpoint"
+        )
+        return decoding
 
     def rollout_settings(self) -> RolloutSettings:
         """What the env's rollout game plays with."""
@@ -263,6 +295,11 @@ class SimEnv(gymnasium.Env):
         self._summary: dict[str, Any] | None = None
         self._frame: np.ndarray | None = None
         self._done = False
+        self._rival: Any = None
+        """A checkpoint rival (`play.policy_player.PolicyPlayer`), loaded at the first reset."""
+        self._rival_key: Any = None
+        self._rival_seen: Step | None = None
+        """The observation of the rival's screen it acts on next."""
 
     # --- episodes ---------------------------------------------------------------------------------
 
@@ -294,14 +331,19 @@ class SimEnv(gymnasium.Env):
             seed=game_seed,
             side=side,
             ai_strength=float(config.ai_strength),
-            opponent=config.rival,
+            opponent="checkpoint" if config.checkpoint_rival else config.rival,
             save=config.save,
         )
         self._episodes += 1
         self._episode = config
         self._done = False
         self._summary = None
+        rival = self._rival_player(config) if config.checkpoint_rival else None  # a bad one fails first
         step = self.rollout.begin(plan)
+        self._rival_seen = None
+        if rival is not None:
+            rival.reset(sampling_seed(game_seed, other_tag(side)))
+            self._rival_seen = step
         game = self.rollout.game
         self.side = self.rollout.plan.side  # a save fixes the side: the plan says it now
         self.log = game.log
@@ -317,7 +359,13 @@ class SimEnv(gymnasium.Env):
             raise RuntimeError("the episode is over: call reset() for a new game")
         tokens = check_action(action)
         game = self.rollout.game
-        step = self.rollout.step(tokens, None)  # None: the episode's end begins no game
+        rival = None
+        if self._rival_seen is not None:  # the checkpoint decides on its own screen, then both act
+            seen = self._rival_seen
+            rival = self._rival.decide(seen.rival_views, self._episode.speed, seen.rival_pointer)
+        step = self.rollout.step(tokens, None, rival)  # None: the episode's end begins no game
+        if self._rival_seen is not None:
+            self._rival_seen = step
         self.decisions = game.record.decisions
         if step.done and game.end.startswith("error"):  # match-mode tokens: a bug, not input
             raise RuntimeError(f"the worker refused a valid action: {game.end}")
@@ -343,6 +391,29 @@ class SimEnv(gymnasium.Env):
         super().close()
 
     # --- helpers ----------------------------------------------------------------------------------
+
+    def _rival_player(self, config: SimEnvConfig) -> Any:
+        """The checkpoint rival of `config` (loaded once; another file or decoding loads it again)."""
+        decoding = config.rival_decoder()
+        wanted = (config.rival, decoding)
+        if self._rival is None or self._rival_key != wanted:
+            # Here, not at the top: play.policy_player imports torch, which only a checkpoint rival needs.
+            from hoi4_arena.play.policy_player import PolicyPlayer
+
+            player = PolicyPlayer(
+                config.rival,
+                mode=decoding.decoding_mode,
+                temperature=decoding.temperature,
+                reset_memory=decoding.reset_memory,
+                follow_through=decoding.follow_through,
+            )
+            if player.layout.name != config.layout:
+                raise UserError(
+                    f"rival {config.rival} reads view layout {player.layout.name!r}, the env captures "
+                    f"{config.layout!r}: give layout={player.layout.name!r} or another rival"
+                )
+            self._rival, self._rival_key = player, wanted
+        return self._rival
 
     def _observe(self, step: Step) -> dict[str, Any]:
         rollout = self.rollout
