@@ -1,4 +1,7 @@
-"""The rollout engine's processes: each owns some slots' `RolloutGame`s and answers the learner over a pipe.
+"""The vector layer's processes: each owns some slots' `RolloutGame`s and answers its driver over a pipe.
+
+The driver is `play/vector_games.py`'s `VectorGames`, under train-ppo's learner (`rl/rollout.py`),
+SB3's `GamesVecEnv` or a play-policy run in lockstep (`play/lockstep.py`); "the learner" below is it.
 
 The logic is `play/rollout_game.py`; this module is the glue. A process is forked from a clean server that
 imported this module once (`processes.worker_context`; no torch in it: the games only need numpy and the
