@@ -14,7 +14,7 @@ from test_bc_train import config as bc_config
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE
-from hoi4_arena.training.bc import aim_moves, slot_nll, train_bc
+from hoi4_arena.training.bc import Tally, aim_moves, slot_nll, train_bc
 from hoi4_arena.training.bc_config import BCConfig
 
 LEFT_DOWN, LEFT_UP = BUTTON_KINDS["left", "down"], BUTTON_KINDS["left", "up"]
@@ -47,6 +47,33 @@ def test_the_last_move_before_a_button_is_the_aim_across_decisions() -> None:
     expected[4, 0] = expected[4, 3] = True
     assert torch.equal(aims, expected)
     assert not aim_moves(window([NONE], [MOVE])).any()
+
+
+def test_the_tally_reports_the_aim_moves_pointing_apart_from_the_paths() -> None:
+    # Two decisions: a path of two moves ending in a click, then a drag. The policy's pointer is off by
+    # 3 on every move but the path's first (off by 100): all moves' median mixes the path in, the aim
+    # moves' (the path's last move and the drag's start and end) are what decides where a click lands.
+    tokens = window([MOVE, MOVE, LEFT_DOWN, LEFT_UP], [MOVE, RIGHT_DOWN, MOVE, RIGHT_UP])
+    move = tokens[..., 0] == MOVE
+    predicted = tokens[..., 1:].clone()
+    predicted[..., 0] += 3
+    predicted[0, 0, 0, 0] += 97
+    scores = SimpleNamespace(
+        kind_logp=torch.zeros(1, 2, 8),
+        cell_logp=torch.zeros(1, 2, 8),
+        position_logp=torch.zeros(1, 2, 8),
+        kind_pred=tokens[..., 0],
+        pointer_pred=predicted,
+        move=move,
+    )
+    tally = Tally()
+    tally.add(SimpleNamespace(scores=scores), tokens, torch.ones(1, 2), pointer=True)
+    report = tally.summary()
+    assert report["moves"] == 4 and report["aim_moves"] == 3
+    assert report["aim_distance_median"] == 3.0 and report["aim_within_8"] == 1.0
+    assert report["pointer_within_8"] == 0.75
+    again = Tally.from_state(tally.state())  # a resumed epoch reports the same
+    assert again.summary() == report
 
 
 def test_slot_nll_weights_only_the_pointer_terms() -> None:

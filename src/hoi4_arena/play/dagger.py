@@ -500,7 +500,16 @@ def _iteration(config: DaggerConfig, iteration: int, learner_path: Path) -> dict
         "agree_acting": _share(rows, "agree_acting", "acting", weighted=True),
         "train_sessions": trained.get("sessions", {}).get("train"),
         "held_out_pointer": {
-            k: held_out.get(k) for k in ("pointer_exact", "pointer_within_8", "pointer_distance_median")
+            k: held_out.get(k)
+            for k in (
+                "pointer_exact",
+                "pointer_within_8",
+                "pointer_distance_median",
+                "aim_moves",
+                "aim_within_8",
+                "aim_within_32",
+                "aim_distance_median",
+            )
         },
     }
     if config.benchmark_pairs:

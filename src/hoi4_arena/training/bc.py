@@ -140,6 +140,9 @@ class Tally:
         self.kind_correct = 0
         self.slots = 0
         self.distances: list[float] = []
+        # The aim moves' own (where a click or a drag's end lands): the hand's path to a target is drawn
+        # at random, so the distances of all moves mostly measure how well the policy guesses a path.
+        self.aim_distances: list[float] = []
         self.objectives: dict[str, list[float]] = {}  # name -> [sum of loss x decisions, decisions]
 
     def add_objectives(self, losses: dict[str, tuple[torch.Tensor, int]]) -> None:
@@ -167,6 +170,9 @@ class Tally:
             moves = s.move & counted[..., None]
             delta = (s.pointer_pred[moves] - tokens[..., 1:][moves]).double()
             self.distances += delta.norm(dim=-1).tolist()
+            aims = aim_moves(tokens) & counted[..., None]
+            delta = (s.pointer_pred[aims] - tokens[..., 1:][aims]).double()
+            self.aim_distances += delta.norm(dim=-1).tolist()
 
     def state(self) -> dict[str, Any]:
         """Plain content for progress.pt, so that a resumed epoch reports what an uninterrupted one would."""
@@ -178,6 +184,7 @@ class Tally:
             "kind_correct": self.kind_correct,
             "slots": self.slots,
             "distances": list(self.distances),
+            "aim_distances": list(self.aim_distances),
             "objectives": {k: list(v) for k, v in self.objectives.items()},
         }
 
@@ -189,6 +196,7 @@ class Tally:
         tally.group_slots = np.asarray(state["group_slots"], dtype=np.int64)
         tally.kind_correct, tally.slots = state["kind_correct"], state["slots"]
         tally.distances = list(state["distances"])
+        tally.aim_distances = list(state.get("aim_distances", ()))  # progress.pt before they were kept
         tally.objectives = {k: list(v) for k, v in state.get("objectives", {}).items()}
         return tally
 
@@ -211,6 +219,11 @@ class Tally:
             out["pointer_distance_mean"] = float(d.mean()) if len(d) else None
             out["pointer_exact"] = float((d == 0).mean()) if len(d) else None
             out["pointer_within_8"] = float((d <= 8).mean()) if len(d) else None
+            a = np.asarray(self.aim_distances)
+            out["aim_moves"] = len(a)
+            out["aim_distance_median"] = float(np.median(a)) if len(a) else None
+            out["aim_within_8"] = float((a <= 8).mean()) if len(a) else None
+            out["aim_within_32"] = float((a <= 32).mean()) if len(a) else None
         if self.objectives:  # only with an objective on: plain BC's report is what it was
             out["objectives"] = {k: mean(total, int(n)) for k, (total, n) in self.objectives.items()}
             out["objective_decisions"] = {k: int(n) for k, (_, n) in self.objectives.items()}
