@@ -166,8 +166,9 @@ def same_batches(a: list, b: list) -> bool:
     )
 
 
+@pytest.mark.parametrize("compressed", [False, True])
 @pytest.mark.parametrize("workers", [0, 2])
-def test_held_data_give_exactly_the_batches_streaming_gives(sessions, workers: int) -> None:
+def test_held_data_give_exactly_the_batches_streaming_gives(sessions, workers: int, compressed: bool) -> None:
     thinned = dataclasses.replace(SETTINGS, idle_windows=0.5)
     with WindowLoader(thinned, workers) as streaming:
         expected = [collect(streaming, sessions, epoch) for epoch in (0, 1)]
@@ -175,13 +176,16 @@ def test_held_data_give_exactly_the_batches_streaming_gives(sessions, workers: i
         expected_resumed = collect(streaming, sessions, 1, resumed_from)
         refs = [WindowRef(0, 1), WindowRef(2, 0), WindowRef(2, 3)]
         expected_ordered = list(streaming.ordered(sessions, refs))
-    held = dataclasses.replace(thinned, hold_gb=0.5)
+    held = dataclasses.replace(thinned, hold_gb=0.5, hold_compressed=compressed)
     with WindowLoader(held, workers) as loader:
         counted: list[int] = []
         assert loader.hold(sessions, on_batch=counted.append)
-        assert sum(counted) == 5 + 4 + 5 and loader.held_bytes > 0
-        loader.close()  # from here on no worker may be needed: nothing decodes
-        loader._start = lambda: pytest.fail("a held epoch started a worker")  # type: ignore[method-assign]
+        assert sum(counted) == 5 + 4 + 5 and loader.held_bytes > 0 and loader.held_compressed == compressed
+        loader.close()  # from here on nothing decodes
+        if compressed and workers:  # the workers decompress the batches, the training thread none
+            loader._held.stack = lambda keys: pytest.fail("the training thread decompressed")  # type: ignore[method-assign]
+        else:  # no worker is needed
+            loader._start = lambda: pytest.fail("a held epoch started a worker")  # type: ignore[method-assign]
         assert same_batches(collect(loader, sessions, 0), expected[0])
         assert same_batches(collect(loader, sessions, 1), expected[1])
         assert same_batches(collect(loader, sessions, 1, resumed_from), expected_resumed)
@@ -195,10 +199,27 @@ def test_data_too_large_to_hold_stream_as_before(sessions, caplog) -> None:
     with WindowLoader(SETTINGS, 0) as streaming:
         expected = collect(streaming, sessions)
     with WindowLoader(tiny, 0) as loader, caplog.at_level(logging.WARNING):
-        assert not loader.hold(sessions)
-        assert "do not fit" in caplog.text and loader.held_bytes == 0
+        assert not loader.hold(sessions)  # not even compressed
+        assert "GiB compressed) do not fit" in caplog.text and loader.held_bytes == 0
         assert same_batches(collect(loader, sessions), expected)
     with WindowLoader(SETTINGS, 0) as loader:
         assert not loader.hold(sessions)  # hold_gb 0: never held
     with pytest.raises(Exception, match="hold_gb"):
         dataclasses.replace(SETTINGS, hold_gb=-1.0)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_data_too_large_to_hold_raw_are_held_compressed(sessions, workers: int, caplog) -> None:
+    with WindowLoader(SETTINGS, workers) as streaming:
+        expected = [collect(streaming, sessions, epoch) for epoch in (0, 1)]
+    raw = 14 * 6 * 212_736  # 14 windows of 6 decisions
+    fits_compressed = dataclasses.replace(SETTINGS, hold_gb=raw / 4 / 2**30)
+    with WindowLoader(fits_compressed, workers) as loader, caplog.at_level(logging.INFO):
+        assert loader.hold(sessions)
+        assert "holding them compressed" in caplog.text and loader.held_compressed
+        assert loader.held_bytes < raw / 10 and loader.held_raw_bytes > raw
+        assert same_batches(collect(loader, sessions, 0), expected[0])
+        assert same_batches(collect(loader, sessions, 1), expected[1])
+    # hold_compressed=False: held raw or not at all, as before compressed holding existed.
+    with WindowLoader(dataclasses.replace(fits_compressed, hold_compressed=False), workers) as loader:
+        assert not loader.hold(sessions) and loader.held_bytes == 0

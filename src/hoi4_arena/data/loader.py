@@ -15,9 +15,11 @@ turn (stream 0, 1, ..., skipping streams that are done). Everything is decided b
 
 With `hold_gb` > 0 the loader can hold the data in memory: `hold(sessions)` decodes every window of
 those sessions once (the streams as above, in order) and keeps their arrays when they fit in that many
-GiB; from then on an epoch or an ordered pass over held sessions is put together from memory, without
-decoding, into exactly the batches, in exactly the order, that streaming would give. Training on a
-small data set for many epochs then pays for the video once.
+GiB, or, when only that fits, keeps each window compressed (held.py: about 40 times smaller); from then
+on an epoch or an ordered pass over held sessions is put together from memory, without decoding, into
+exactly the batches, in exactly the order, that streaming would give. Compressed windows are
+decompressed batch by batch in the workers (on this thread without workers). Training on a data set
+for many epochs then pays for the views once.
 
 A session that fails while it plays (a corrupt video in the middle of a run) is skipped: the stream
 reports it (`SessionSkipped`, logged as a warning and listed in `skipped`) and carries on without that
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import queue
 import signal
@@ -46,6 +49,7 @@ import numpy as np
 
 from hoi4_arena.allocator import keep_freed_memory
 from hoi4_arena.data.decode import DecodeSettings, decode_session
+from hoi4_arena.data.held import HeldWindows, Key, PackedReader, held_batches
 from hoi4_arena.data.shuffle import WindowRef, WorkerPlan, epoch_plan, ordered_plan
 from hoi4_arena.data.sources import SessionSource
 from hoi4_arena.data.windows import Window, cut_windows, idle_spans, needed_decisions, plan_spans
@@ -80,6 +84,9 @@ class DataSettings:
     epoch); every window with input is played. 1 plays them all."""
     hold_gb: float = 0.0
     """`WindowLoader.hold` keeps every decoded window in memory when they fit in this many GiB (0: never)."""
+    hold_compressed: bool | None = None
+    """How `hold` keeps them: None raw when they fit, else compressed when that fits; True always
+    compressed; False raw or not at all. The batches are the same bytes either way."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -202,14 +209,24 @@ def run_plan(
         yield Batch.of(batch, len(plan.emission))
 
 
-def _worker_main(settings: DataSettings, tasks: Any, results: Any) -> None:
-    """A worker process: carry out each task's plan, putting its items on `results`."""
+def run_held(
+    held: HeldWindows | PackedReader, keys: list[Key], batch: int, start: int
+) -> Iterator[Batch | SessionSkipped]:
+    """One stream's batches from held windows (`keys`: its plan's emission order): what `run_plan` gives
+    for the plan, without decoding."""
+    for rows, arrays, next_index in held_batches(held, keys, batch, start):
+        yield Batch(rows, arrays, next_index)
+
+
+def _worker_main(tasks: Any, results: Any) -> None:
+    """A worker process: carry out each task (`run_plan` or `run_held` with its arguments), putting its
+    items on `results`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the training thread decides how to stop
     keep_freed_memory()  # frames and windows are built and dropped all the time (allocator.py)
     for task in iter(tasks.get, None):
-        task_id, sessions, plan, start = task
+        task_id, work = task
         try:
-            for item in run_plan(sessions, settings, plan, start):
+            for item in work():
                 results.put(("item", task_id, item))
             results.put(("end", task_id, None))
         except BaseException:  # noqa: BLE001 -- handed to the training thread with its traceback
@@ -230,9 +247,22 @@ class WindowLoader:
         self._results: list[Any] = []
         self._task_id = 0
         self._unfinished: set[int] = set()  # workers still busy with a task nobody reads any more
-        self._held: dict[tuple[str, int], dict[str, np.ndarray]] = {}  # (session id, span) -> arrays
+        self._held = HeldWindows(compressed=bool(settings.hold_compressed))
         self._held_sessions: set[str] = set()  # ids of sessions whose every window is held
-        self.held_bytes = 0
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the data held (compressed frames' bytes when held compressed)."""
+        return self._held.nbytes
+
+    @property
+    def held_raw_bytes(self) -> int:
+        """What the data held would take held raw."""
+        return self._held.raw_nbytes
+
+    @property
+    def held_compressed(self) -> bool:
+        return self._held.compressed
 
     # --- plans ---
 
@@ -261,34 +291,50 @@ class WindowLoader:
         """Decode every window of `sessions` once and keep them in memory, if they fit in `hold_gb`.
 
         Returns whether they are all held. `on_batch(windows)` is called as batches arrive (progress).
-        Sessions held before are not decoded again; data that would not fit is let go at once (a warning
-        says so) and those sessions stream as before.
+        Sessions held before are not decoded again. The windows are held raw while the bytes held so far,
+        extrapolated to all of them, fit; when they would not (and `hold_compressed` is not False) every
+        window is held compressed from then on, and the extrapolation goes on with compressed sizes. Data
+        that would not fit even so is let go at once (a warning says so) and those sessions stream as
+        before.
         """
         limit = self.settings.hold_gb * 2**30
         todo = [s for s in sessions if s.id not in self._held_sessions]
         if not limit or not todo:
             return bool(limit) and self._all_held(sessions)
         refs = [WindowRef(i, span) for i, s in enumerate(todo) for span in range(len(self.settings.spans(s)))]
-        held: dict[tuple[str, int], dict[str, np.ndarray]] = {}
-        size = 0
+        before, size, added = self._held.nbytes, 0, []
+
+        def estimate() -> float:  # the bytes held once every window is: those so far, extrapolated
+            return before + size / len(added) * len(refs)
+
         plans = ordered_plan(refs, self.workers)
         for batch, _ in self._round_robin(todo, plans, DataPosition(-1, tuple(0 for _ in plans))):
             for row, key in enumerate(batch.keys):
-                held[key] = {name: array[row].copy() for name, array in batch.arrays.items()}
-            size += sum(array.nbytes for array in batch.arrays.values())
-            if self.held_bytes + size / len(held) * len(refs) > limit:
-                log.warning(
-                    "the data (about %.1f GiB) do not fit in hold_gb %.1f: every epoch decodes its video",
-                    (self.held_bytes + size / len(held) * len(refs)) / 2**30,
+                size += self._held.add(key, {name: array[row] for name, array in batch.arrays.items()})
+                added.append(key)
+            if estimate() > limit and self.settings.hold_compressed is None and not self._held.compressed:
+                log.info(
+                    "the data (about %.1f GiB raw) do not fit in hold_gb %.1f: holding them compressed",
+                    estimate() / 2**30,
                     self.settings.hold_gb,
                 )
+                self._held.compress()
+                before, size = self._held.nbytes - self._held.pending_nbytes, self._held.pending_nbytes
+            if estimate() > limit:
+                log.warning(
+                    "the data (about %.1f GiB%s) do not fit in hold_gb %.1f: every epoch reads them again",
+                    estimate() / 2**30,
+                    " compressed" if self._held.compressed else "",
+                    self.settings.hold_gb,
+                )
+                self._held.rollback()
                 if self._unfinished:
                     self.close()  # the workers are still decoding the rest: stop them
                 return False
             if on_batch is not None:
                 on_batch(len(batch))
-        self._held.update(held)
-        self.held_bytes += size
+        self._held.commit()
+        held = set(added)
         for s in todo:
             if all((s.id, span) in held for span in range(len(self.settings.spans(s)))):
                 self._held_sessions.add(s.id)
@@ -296,16 +342,6 @@ class WindowLoader:
 
     def _all_held(self, sessions: list[SessionSource]) -> bool:
         return all(s.id in self._held_sessions for s in sessions)
-
-    def _held_stream(
-        self, sessions: list[SessionSource], plan: WorkerPlan, start: int
-    ) -> Iterator[Batch | SessionSkipped]:
-        """One stream's batches from memory: what `run_plan` gives for the plan, without decoding."""
-        size = self.settings.batch
-        for first in range(start, len(plan.emission), size):
-            rows = [(sessions[r.session].id, r.span) for r in plan.emission[first : first + size]]
-            arrays = {name: np.stack([self._held[key][name] for key in rows]) for name in Window.ARRAYS}
-            yield Batch(rows, arrays, min(first + size, len(plan.emission)))
 
     # --- iteration ---
 
@@ -362,20 +398,31 @@ class WindowLoader:
         self, sessions: list[SessionSource], plans: list[WorkerPlan], starts: tuple[int, ...]
     ) -> list[Iterator[Batch | SessionSkipped]]:
         if self._held and self._all_held(sessions):
-            return [
-                self._held_stream(sessions, plan, start) for plan, start in zip(plans, starts, strict=True)
+            keys = [[(sessions[r.session].id, r.span) for r in plan.emission] for plan in plans]
+            batch = self.settings.batch
+            if not (self.workers and self._held.compressed and self._held.path):
+                return [run_held(self._held, k, batch, start) for k, start in zip(keys, starts, strict=True)]
+            # Compressed: each worker decompresses its stream's batches from the shared file.
+            works = [
+                functools.partial(run_held, self._held.reader(k), k, batch, start)
+                for k, start in zip(keys, starts, strict=True)
             ]
-        if self.workers == 0:
+        elif self.workers == 0:
             return [run_plan(sessions, self.settings, plans[0], starts[0])]
+        else:
+            works = [
+                functools.partial(run_plan, sessions, self.settings, plan, start)
+                for plan, start in zip(plans, starts, strict=True)
+            ]
         if self._unfinished:
-            # An abandoned pass would keep its workers decoding until its end: start afresh instead.
+            # An abandoned pass would keep its workers busy until its end: start afresh instead.
             self.close()
         self._start()
         self._task_id += 1
-        for w, plan in enumerate(plans):
-            self._tasks[w].put((self._task_id, sessions, plan, starts[w]))
+        for w, work in enumerate(works):
+            self._tasks[w].put((self._task_id, work))
             self._unfinished.add(w)
-        return [self._receive(w, self._task_id) for w in range(len(plans))]
+        return [self._receive(w, self._task_id) for w in range(len(works))]
 
     # --- worker processes ---
 
@@ -387,7 +434,7 @@ class WindowLoader:
             tasks, results = context.Queue(), context.Queue(maxsize=PREFETCH)
             process = context.Process(
                 target=_worker_main,
-                args=(self.settings, tasks, results),
+                args=(tasks, results),
                 name=f"data-worker-{w}",
                 daemon=True,
             )

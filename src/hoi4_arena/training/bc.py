@@ -447,12 +447,9 @@ def train_bc(
                 "reading the data into memory", total=sum(len(settings.spans(s)) for s in everything)
             )
             held = loader.hold(everything, on_batch=lambda count: bar.update(task, advance=count))
-            bar.update(
-                task, description="data held in memory" if held else "data streamed (too large to hold)"
-            )
-            log.info(
-                "%s: %.2f GiB", "data held in memory" if held else "data not held", loader.held_bytes / 2**30
-            )
+            how = "data held in memory" + (" compressed" if loader.held_compressed else "")
+            bar.update(task, description=how if held else "data streamed (too large to hold)")
+            log.info("%s: %.2f GiB", how if held else "data not held", loader.held_bytes / 2**30)
         stop = over_budget()
         for epoch in range(position.epoch, config.epochs):
             if stop:
