@@ -1,11 +1,7 @@
 """Held windows: a window compressed and decompressed is the same bytes; the store's pending windows,
-rollback, and a switch from raw to compressed; a worker process reads the windows by the file's path."""
+rollback, and a switch from raw to compressed."""
 
 from __future__ import annotations
-
-import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -83,24 +79,3 @@ def test_the_store_holds_raw_switches_to_compressed_and_lets_pending_windows_go(
     for key in keys:
         raw_store.add(key, arrays[key])
     assert same(raw_store.stack(keys), held.stack(keys))
-
-
-def test_another_process_reads_the_windows_by_the_files_path(tmp_path) -> None:
-    held = HeldWindows(compressed=True)
-    arrays = {("s", i): window(i) for i in range(3)}
-    for key, value in arrays.items():
-        held.add(key, value)
-    held.commit()
-    if held.path is None:
-        pytest.skip("no /proc here: compressed windows are decompressed in the loader's process")
-    keys = [("s", 2), ("s", 0)]
-    (tmp_path / "reader.pkl").write_bytes(pickle.dumps(held.reader(keys)))
-    script = (
-        "import pickle, sys; reader = pickle.load(open(sys.argv[1], 'rb'));"
-        "pickle.dump(reader.stack([('s', 2), ('s', 0)]), open(sys.argv[2], 'wb'))"
-    )
-    subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "reader.pkl"), str(tmp_path / "out.pkl")], check=True
-    )
-    got = pickle.loads((tmp_path / "out.pkl").read_bytes())
-    assert same(got, {k: np.stack([arrays[key][k] for key in keys]) for k in Window.ARRAYS})

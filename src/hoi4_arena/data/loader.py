@@ -17,9 +17,9 @@ With `hold_gb` > 0 the loader can hold the data in memory: `hold(sessions)` deco
 those sessions once (the streams as above, in order) and keeps their arrays when they fit in that many
 GiB, or, when only that fits, keeps each window compressed (held.py: about 40 times smaller); from then
 on an epoch or an ordered pass over held sessions is put together from memory, without decoding, into
-exactly the batches, in exactly the order, that streaming would give. Compressed windows are
-decompressed batch by batch in the workers (on this thread without workers). Training on a data set
-for many epochs then pays for the views once.
+exactly the batches, in exactly the order, that streaming would give (compressed windows decompressed
+batch by batch on the thread that takes them). Training on a data set for many epochs then pays for
+the views once.
 
 A session that fails while it plays (a corrupt video in the middle of a run) is skipped: the stream
 reports it (`SessionSkipped`, logged as a warning and listed in `skipped`) and carries on without that
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import logging
 import queue
 import signal
@@ -49,7 +48,7 @@ import numpy as np
 
 from hoi4_arena.allocator import keep_freed_memory
 from hoi4_arena.data.decode import DecodeSettings, decode_session
-from hoi4_arena.data.held import HeldWindows, Key, PackedReader, held_batches
+from hoi4_arena.data.held import HeldWindows
 from hoi4_arena.data.shuffle import WindowRef, WorkerPlan, epoch_plan, ordered_plan
 from hoi4_arena.data.sources import SessionSource
 from hoi4_arena.data.windows import Window, cut_windows, idle_spans, needed_decisions, plan_spans
@@ -209,24 +208,14 @@ def run_plan(
         yield Batch.of(batch, len(plan.emission))
 
 
-def run_held(
-    held: HeldWindows | PackedReader, keys: list[Key], batch: int, start: int
-) -> Iterator[Batch | SessionSkipped]:
-    """One stream's batches from held windows (`keys`: its plan's emission order): what `run_plan` gives
-    for the plan, without decoding."""
-    for rows, arrays, next_index in held_batches(held, keys, batch, start):
-        yield Batch(rows, arrays, next_index)
-
-
-def _worker_main(tasks: Any, results: Any) -> None:
-    """A worker process: carry out each task (`run_plan` or `run_held` with its arguments), putting its
-    items on `results`."""
+def _worker_main(settings: DataSettings, tasks: Any, results: Any) -> None:
+    """A worker process: carry out each task's plan, putting its items on `results`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the training thread decides how to stop
     keep_freed_memory()  # frames and windows are built and dropped all the time (allocator.py)
     for task in iter(tasks.get, None):
-        task_id, work = task
+        task_id, sessions, plan, start = task
         try:
-            for item in work():
+            for item in run_plan(sessions, settings, plan, start):
                 results.put(("item", task_id, item))
             results.put(("end", task_id, None))
         except BaseException:  # noqa: BLE001 -- handed to the training thread with its traceback
@@ -343,6 +332,17 @@ class WindowLoader:
     def _all_held(self, sessions: list[SessionSource]) -> bool:
         return all(s.id in self._held_sessions for s in sessions)
 
+    def _held_stream(
+        self, sessions: list[SessionSource], plan: WorkerPlan, start: int
+    ) -> Iterator[Batch | SessionSkipped]:
+        """One stream's batches from memory: what `run_plan` gives for the plan, without decoding. Held
+        compressed, each batch is decompressed here, on the thread that takes it: through a worker it
+        would cost this thread more (the decompressed batch pickled through a pipe; bench/hold.py)."""
+        size = self.settings.batch
+        for first in range(start, len(plan.emission), size):
+            rows = [(sessions[r.session].id, r.span) for r in plan.emission[first : first + size]]
+            yield Batch(rows, self._held.stack(rows), min(first + size, len(plan.emission)))
+
     # --- iteration ---
 
     def epoch(
@@ -398,31 +398,20 @@ class WindowLoader:
         self, sessions: list[SessionSource], plans: list[WorkerPlan], starts: tuple[int, ...]
     ) -> list[Iterator[Batch | SessionSkipped]]:
         if self._held and self._all_held(sessions):
-            keys = [[(sessions[r.session].id, r.span) for r in plan.emission] for plan in plans]
-            batch = self.settings.batch
-            if not (self.workers and self._held.compressed and self._held.path):
-                return [run_held(self._held, k, batch, start) for k, start in zip(keys, starts, strict=True)]
-            # Compressed: each worker decompresses its stream's batches from the shared file.
-            works = [
-                functools.partial(run_held, self._held.reader(k), k, batch, start)
-                for k, start in zip(keys, starts, strict=True)
+            return [
+                self._held_stream(sessions, plan, start) for plan, start in zip(plans, starts, strict=True)
             ]
-        elif self.workers == 0:
+        if self.workers == 0:
             return [run_plan(sessions, self.settings, plans[0], starts[0])]
-        else:
-            works = [
-                functools.partial(run_plan, sessions, self.settings, plan, start)
-                for plan, start in zip(plans, starts, strict=True)
-            ]
         if self._unfinished:
-            # An abandoned pass would keep its workers busy until its end: start afresh instead.
+            # An abandoned pass would keep its workers decoding until its end: start afresh instead.
             self.close()
         self._start()
         self._task_id += 1
-        for w, work in enumerate(works):
-            self._tasks[w].put((self._task_id, work))
+        for w, plan in enumerate(plans):
+            self._tasks[w].put((self._task_id, sessions, plan, starts[w]))
             self._unfinished.add(w)
-        return [self._receive(w, self._task_id) for w in range(len(works))]
+        return [self._receive(w, self._task_id) for w in range(len(plans))]
 
     # --- worker processes ---
 
@@ -434,7 +423,7 @@ class WindowLoader:
             tasks, results = context.Queue(), context.Queue(maxsize=PREFETCH)
             process = context.Process(
                 target=_worker_main,
-                args=(tasks, results),
+                args=(self.settings, tasks, results),
                 name=f"data-worker-{w}",
                 daemon=True,
             )
