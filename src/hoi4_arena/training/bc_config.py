@@ -116,8 +116,9 @@ class BCConfig:
     idle_windows: float = 1.0
     """Share of the training windows without any input that each epoch plays, a seeded draw (1: all)."""
     hold_gb: float = 4.0
-    """Hold the decoded data in memory when it fits in this many GiB: later epochs read memory, not video,
-    and give the same batches (0: decode every epoch)."""
+    """Hold the decoded data in memory when it fits in this many GiB, compressed (about 40x smaller, each
+    batch decompressed) when only that fits: later epochs read memory and give the same batches (0: read
+    the sessions every epoch)."""
     advantage: bool = False
     """Advantage-weighted cloning: each decision's loss times exp(A / beta), clipped at --max-weight, A read
     from each training session's advantages.json (written by hoi4-arena advantage)."""

@@ -131,7 +131,8 @@ class CriticConfig:
     sources: tuple[str, ...] = ALL_SOURCES
     """Manifest sources used: human, scripted, ai, policy."""
     hold_gb: float = 4.0
-    """Hold the views in memory when they fit in this many GiB (0: read them every epoch)."""
+    """Hold the views in memory when they fit in this many GiB, compressed when only that fits (0: read
+    them every epoch)."""
     threads: int = 0
     """Torch CPU threads (0: torch's default)."""
     device: str = "auto"
