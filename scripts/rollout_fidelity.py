@@ -4,7 +4,7 @@ For every valid game of a record-ai --player scripted results file (`--arena` ma
 game's strategy is drawn again exactly as the player drew it (its seed's generator, the default mix),
 the game's world is made again at its start (map, seed, side, the declarer the row names, the AI on
 the other side) and that strategy is rolled out `--k` times on the world alone (`sim/rollout.py`,
-the search player's lag and order hours). Printed: per game the screen's outcome and the rollouts'
+the search player's timing, `--timing`). Printed: per game the screen's outcome and the rollouts'
 mean; then how often the rollouts' majority agrees with the screen, the mean absolute gap, and both
 win rates.
 
@@ -33,8 +33,12 @@ def main() -> None:
     parser.add_argument("results", help="a results.jsonl of scripted games")
     parser.add_argument("--k", type=int, default=4, help="rollouts a game (default 4)")
     parser.add_argument("--max-days", type=int, default=365, help="the games' time limit (default 365)")
-    parser.add_argument("--lag-hours", type=int, default=SearchConfig.lag_hours, help="the setup's hours")
-    parser.add_argument("--order-hours", type=int, default=SearchConfig.order_hours, help="draw to execute")
+    parser.add_argument(
+        "--timing",
+        choices=("screen", "fixed"),
+        default="screen",
+        help="the rollouts' timing (default screen)",
+    )
     parser.add_argument("--quiet", action="store_true", help="the summary line only")
     parser.add_argument(
         "--search",
@@ -43,12 +47,12 @@ def main() -> None:
         "strategy on --k fresh seeds each: the search's gain inside the rollouts' own world",
     )
     args = parser.parse_args()
-    search = SearchConfig(lag_hours=args.lag_hours, order_hours=args.order_hours)
+    search = SearchConfig(timing=args.timing)
     rows = [r for r in read_results(args.results) if r.valid and r.player == "scripted"]
     if not rows:
         sys.exit(f"{args.results}: no valid scripted games")
     agree, gaps, screen, rolled, gains = 0, [], [], [], []
-    timing = {"lag_hours": search.lag_hours, "order_hours": search.order_hours}
+    timing = {"timing": search.rollout_timing}
     for row in rows:
         strategy = Strategy.draw(random.Random(f"scripted-{row.seed}"), StrategyMix())
         if strategy.label != row.strategy:

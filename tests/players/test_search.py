@@ -11,7 +11,7 @@ import pytest
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
-from hoi4_arena.players.search import SearchConfig, SearchPlayer
+from hoi4_arena.players.search import FIXED_TIMING, SCREEN_TIMING, SearchConfig, SearchPlayer
 from hoi4_arena.players.templates import sim_rules
 from hoi4_arena.screen.game import GameSettings, play_game
 from hoi4_arena.screen.sim_worker import SimWorker
@@ -41,6 +41,38 @@ def test_the_player_plays_the_opening_the_search_finds_better(tmp_path: Path) ->
     assert opening["means"]["none/d0h/r86400h"] == pytest.approx(0.5)
     assert player.strategy.kind == "deep" and player.summary()["searches"] == player.searches
     assert any(o["order"] == "offensive" for o in player.orders)
+
+
+@pytest.mark.parametrize(("opening", "front_held"), [("front", True), ("look", False)])
+def test_the_opening_is_searched_once_the_front_is_held(opening: str, front_held: bool) -> None:
+    # --search-opening front: the first search sees the army holding its front (the world as it is when
+    # the opening's offensive is drawn); look: the game's first seconds, before any army.
+    search = SearchConfig(
+        k=1, days=3, kinds=("none", "deep"), delays_s=(0.0,), replans_s=(3600.0,), aims=(), opening=opening
+    )
+    calls: list[bool] = []
+    with SimWorker("river:3", 3, size=SIZE, layout="cpu", player="BLU", max_days=60) as worker:
+
+        def world_of():
+            world = worker.game.world
+            calls.append(any(a.front is not None for a in world.armies_of("BLU")))
+            return world, worker.game.ais
+
+        rgba, hotspot = worker.pointer_image()
+        cursor = (rgba.shape[1], rgba.shape[0], tuple(hotspot))
+        player = SearchPlayer(sim_rules(SIZE), 3, world_of, search, cursor=cursor)
+        play_game(worker, player, GameSettings(side="BLU", speed=5, max_decisions=60))
+    assert calls == [front_held] and [s["point"] for s in player.searches] == ["opening"]
+    assert any(o["order"] == "front" for o in player.orders)
+
+
+def test_the_rollouts_follow_the_screen_players_timing() -> None:
+    assert SearchConfig().rollout_timing == SCREEN_TIMING
+    assert SearchConfig(timing="fixed").rollout_timing == FIXED_TIMING
+    slower = SearchConfig(speed=3).rollout_timing  # 6 game hours a second, not 24
+    assert slower.execute == tuple(round(h / 4) for h in SCREEN_TIMING.execute)
+    # The measured waits are the screen player's: its offensive drawn two days or more after its choice.
+    assert min(SCREEN_TIMING.draw_first) >= 48 and min(SCREEN_TIMING.front) >= 96
 
 
 def test_record_ai_plays_search_games_with_replans_searched(tmp_path: Path) -> None:
@@ -74,6 +106,24 @@ def test_record_ai_plays_search_games_with_replans_searched(tmp_path: Path) -> N
     assert settings["search_aims"] == ["city", "near"] and settings["search_k"] == 1
 
 
+def test_a_run_stored_before_the_timing_options_resumes_with_the_first_searchs(tmp_path: Path) -> None:
+    from hoi4_arena.results import open_run
+
+    def settings(**changes) -> dict:
+        return RecordAIConfig(
+            out=tmp_path / "run", player="search", games=1, progress=False, **changes
+        ).settings()
+
+    first = {"search_timing": "fixed", "search_opening": "look"}
+    old = settings(**first)  # what a run stored before the options existed holds: neither key
+    assert "search_timing" not in old and "search_opening" not in old
+    assert settings()["search_timing"] == "screen" and settings()["search_opening"] == "front"
+    open_run(tmp_path / "run", "record-ai.json", old, "record-ai")
+    open_run(tmp_path / "run", "record-ai.json", settings(**first), "record-ai")  # resumes
+    with pytest.raises(UserError, match="search_timing: None there, 'screen' now"):
+        open_run(tmp_path / "run", "record-ai.json", settings(), "record-ai")
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -81,6 +131,8 @@ def test_record_ai_plays_search_games_with_replans_searched(tmp_path: Path) -> N
         ({"search_kinds": ("sideways",)}, "kinds must be among"),
         ({"search_k": 0}, "k must be"),
         ({"search_aims": ("none",)}, "aims must be among"),
+        ({"search_timing": "slow"}, "--search-timing must be screen or fixed"),
+        ({"search_opening": "late"}, "--search-opening must be front or look"),
         ({"search_value": "value.pt"}, "give --search-days N too"),
         ({"search_value": "missing.pt", "search_days": 30}, "no such checkpoint file"),
         ({"search_value": "value.pt", "player": "scripted"}, "use it with --player search"),

@@ -4,17 +4,22 @@ It plays through the screen exactly as the scripted player does (`players/script
 captures, templates, map reading and hand), and only its choices differ. At each choice point the
 world is forked and every candidate is rolled out `k` times on the world alone, both sides played to
 the end (or `days` ahead) by the scripted plan's world orders and the game's AI (`sim/rollout.py`);
-the candidate with the best mean is played:
+the candidate with the best mean is played. A rollout's orders land as the screen player's do
+(`SCREEN_TIMING`: its measured waits, drawn per rollout), and each choice is searched when it takes
+effect, from the world as it is then:
 
-- the opening, once it has seen its flag: the strategy kind (near / deep / none), the activation delay
-  and the replanning period, every combination of `kinds`, `delays_s` and `replans_s`;
+- the opening, once its army holds the front (just before the first offensive is drawn; `opening`
+  "look": when it has seen its flag): the strategy kind (near / deep / none), the activation delay and
+  the replanning period, every combination of `kinds`, `delays_s` and `replans_s`;
 - each replan, when the plan is done and the next offensive is due: its aim, among `aims` (city: the
   capital while the enemy holds it, else the enemy city nearest the front, the scripted rule;
   second: the next city; near: just across the border).
 
 Rolling each option out with the base player and taking the best is one step of policy improvement
 (Tesauro and Galperin 1996; Bertsekas' rollout algorithms): not worse than the base player in
-expectation, where the rollouts model the game well.
+expectation, where the rollouts model the game well. They did not, at first: searched in the game's
+first seconds with fixed waits, the opening's best and worst candidates in the rollouts' world won
+alike on the screen (docs/search.md, "Fidelity": the war turns on the days an offensive starts).
 
 The search reads the world (`world_of`: the running game's world and AIs): it is privileged, a teacher,
 like the critics that read the ARENA state; a policy trained on its games sees only their pixels and
@@ -38,10 +43,29 @@ from hoi4_arena.players.scripted import STRATEGIES, PlayerConfig, ScriptedPlayer
 from hoi4_arena.players.templates import Calibration
 from hoi4_arena.sim.ai import GameAI
 from hoi4_arena.sim.clock import HOURS_PER_SECOND
-from hoi4_arena.sim.rollout import AIMS, OPENING_AIMS, Choice, Score, search, vp_share
+from hoi4_arena.sim.rollout import AIMS, OPENING_AIMS, Choice, Score, Timing, search, vp_share
 from hoi4_arena.sim.world import World
 
 WorldOf = Callable[[], tuple[World, dict[str, GameAI]]]
+
+SCREEN_TIMING = Timing(
+    front=(96, 101, 101, 101, 106, 106, 106, 111, 111, 111),
+    draw_first=(48, 48, 53, 53, 53, 53, 57, 58, 110, 115),
+    draw=(48, 48, 48, 52, 53, 53, 53, 58, 101, 115),
+    execute=(24, 27, 29, 29, 29, 31, 33, 34, 34, 39),
+)
+"""The scripted player's timing on the screen at speed 5, game hours (the deciles of 48 games on the
+training presets: `python scripts/screen_timing.py --games 48`): from the game's first look to the
+front held; from the front held (the opening's choice point) to the opening's offensive drawn; from
+a replan's choice point to its offensive drawn; from an offensive drawn to its execution, the
+activation delay not counted. The long tails are retries (a refused drag, a template not seen)."""
+FIXED_TIMING = Timing.fixed(96, 72)
+"""The first search's timing: everything of the opening 96 hours after the look, every offensive executed
+72 hours after it is drawn, a replan's offensive drawn at once."""
+TIMINGS = {"screen": SCREEN_TIMING, "fixed": FIXED_TIMING}
+OPENING_POINTS = ("front", "look")
+STORED_BEFORE = {"search_timing": "fixed", "search_opening": "look"}
+"""What the search played before these settings existed (a stored run without them played this)."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +86,13 @@ class SearchConfig:
     """Each replan's aims to try (empty: replan as the scripted player does, no search)."""
     speed: int = 5
     """The game speed the match runs at (turns the seconds above into game hours)."""
-    lag_hours: int = 96
-    """Game hours from the opening's choice to the army holding the front (the screen player's setup;
-    the scripted player's milestones on the benchmark: army on day 3, front on day 5)."""
-    order_hours: int = 72
-    """Game hours from drawing an offensive to executing it (its drag, checks and click at speed 5)."""
+    timing: str = "screen"
+    """When a rollout's orders land: `screen` (drawn from the screen player's measured timing,
+    `SCREEN_TIMING`) or `fixed` (the first search's 96 / 72 hours, `FIXED_TIMING`)."""
+    opening: str = "front"
+    """When the opening is searched: `front` (once the army holds its front, just before the first
+    offensive is drawn: the world as it is when the choice takes effect) or `look` (when the player has
+    seen its flag, the game's first seconds: the first search's choice point)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 1000:
@@ -83,6 +109,19 @@ class SearchConfig:
                 raise ValueError(f"{name} must be one or more seconds in 0..3600, not {values!r}")
         if min(self.replans_s) * HOURS_PER_SECOND[self.speed - 1] < 1:
             raise ValueError("a replanning period must be at least one game hour")
+        if self.timing not in TIMINGS:
+            raise ValueError(f"timing must be {' or '.join(TIMINGS)}, not {self.timing!r}")
+        if self.opening not in OPENING_POINTS:
+            raise ValueError(f"opening must be {' or '.join(OPENING_POINTS)}, not {self.opening!r}")
+
+    @property
+    def rollout_timing(self) -> Timing:
+        """The rollouts' timing in game hours at the match's speed (measured at speed 5)."""
+        timing = TIMINGS[self.timing]
+        if self.speed == 5:
+            return timing
+        scale = HOURS_PER_SECOND[self.speed - 1] / HOURS_PER_SECOND[4]
+        return Timing(*(tuple(round(h * scale) for h in getattr(timing, f.name)) for f in fields(Timing)))
 
     def hours(self, seconds: float) -> int:
         """Seconds of play at the match's speed as whole game hours."""
@@ -116,6 +155,12 @@ class SearchOptions:
     """The search: replanning periods to try, seconds."""
     search_aims: tuple[str, ...] = ("city", "second", "near")
     """The search: each replan's aims to try (city, second, near)."""
+    search_timing: str = "screen"
+    """The search: when a rollout's orders land: screen (drawn from the screen player's measured timing)
+    or fixed (the first search's 96 hours to the opening's orders, 72 from drawing to executing)."""
+    search_opening: str = "front"
+    """The search: when the opening is searched: front (once the army holds its front, from the world as
+    it is then) or look (when the player has seen its flag)."""
     search_value: str | None = None
     """The search: a train-state-value checkpoint that scores a rollout still running after
     --search-days (P(win) from its ARENA facts) instead of the share of victory points held."""
@@ -131,11 +176,13 @@ class SearchOptions:
                 replans_s=tuple(self.search_replans),
                 aims=tuple(self.search_aims),
                 speed=speed,
+                timing=self.search_timing,
+                opening=self.search_opening,
             )
         except (TypeError, ValueError) as error:
             field, _, rest = str(error).partition(" ")
             option = {"delays_s": "delays", "replans_s": "replans"}.get(field, field)
-            if option in ("k", "days", "kinds", "delays", "replans", "aims"):
+            if option in ("k", "days", "kinds", "delays", "replans", "aims", "timing", "opening"):
                 raise UserError(f"--search-{option} {rest}") from None
             raise UserError(f"--search-replans: {error}") from None
 
@@ -156,14 +203,15 @@ class SearchOptions:
                 raise UserError(f"--search-value {self.search_value}: no such checkpoint file")
 
     def search_settings(self, searching: bool) -> dict[str, Any]:
-        """The search's part of a run's stored settings: none when not `searching`, and no --search-value
-        when not given (runs stored before either existed resume as they were)."""
+        """The search's part of a run's stored settings: none when not `searching`, no --search-value when
+        not given, and --search-timing / --search-opening left out at the first search's `fixed` / `look`
+        (runs stored before these existed played those: they resume as they were with them given)."""
         if not searching:
             return {}
         out: dict[str, Any] = {}
         for f in fields(SearchOptions):
             value = getattr(self, f.name)
-            if value is not None:
+            if value is not None and STORED_BEFORE.get(f.name) != value:
                 out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -192,12 +240,13 @@ class SearchPlayer(ScriptedPlayer):
         self.searches: list[dict[str, Any]] = []
         """Every choice point: when, what, the candidates' means and the choice."""
         self._aim: str | None = None
+        self._opening_searched = False
         self._seed = seed
         # Played until the opening is searched (the flag is seen before any plan is drawn).
         strategy, _ = self.search_config.openings()[0]
         super().__init__(rules, seed, config, cursor, strategy)
 
-    def _search(self, now: int, point: str, candidates: list[Choice], lag_hours: int) -> Choice:
+    def _search(self, now: int, point: str, candidates: list[Choice], opening: bool) -> Choice:
         world, ais = self.world_of()
         cfg = self.search_config
         seed = zlib.crc32(f"search-{self._seed}-{self.own}-{len(self.searches)}".encode())
@@ -209,8 +258,8 @@ class SearchPlayer(ScriptedPlayer):
             cfg.k,
             seed,
             days=cfg.days,
-            lag_hours=lag_hours,
-            order_hours=cfg.order_hours,
+            timing=cfg.rollout_timing,
+            opening=opening,
             score=self.score,
         )
         self.searches.append({"t_ns": now, "day": world.day, "point": point, **found.to_dict(candidates)})
@@ -219,13 +268,23 @@ class SearchPlayer(ScriptedPlayer):
 
     # --- the choice points ------------------------------------------------------------------------
 
+    def _search_opening(self, now: int) -> None:
+        self._opening_searched = True
+        openings = self.search_config.openings()
+        best = self._search(now, "opening", [c for _, c in openings], opening=True)
+        self.strategy = next(s for s, c in openings if c == best)
+
     def _look(self, seen: Seen, frame, now: int) -> None:
         super()._look(seen, frame, now)
-        if self.own is None or self.searches:
-            return
-        openings = self.search_config.openings()
-        best = self._search(now, "opening", [c for _, c in openings], self.search_config.lag_hours)
-        self.strategy = next(s for s, c in openings if c == best)
+        if self.own is not None and self.search_config.opening == "look" and not self._opening_searched:
+            self._search_opening(now)
+
+    def _after_front(self, now: int) -> None:
+        # The opening's kind matters from here on: searched from the world as it is now, a day or two
+        # before its offensive is drawn (with --search-opening front).
+        if not self._opening_searched:
+            self._search_opening(now)
+        super()._after_front(now)
 
     def _hold(self, seen: Seen, frame, now: int) -> None:
         super()._hold(seen, frame, now)
@@ -235,7 +294,7 @@ class SearchPlayer(ScriptedPlayer):
         if aims:
             period = self.search_config.hours(self.strategy.replan_every_s or 0) or None
             candidates = [Choice(aim, 0, period) for aim in aims]
-            self._aim = self._search(now, "replan", candidates, 0).aim
+            self._aim = self._search(now, "replan", candidates, opening=False).aim
 
     def _plan(self, view, attempt: int = 1):
         # The scripted player's retries already walk its aims: attempt 3 takes the second city, 4 and

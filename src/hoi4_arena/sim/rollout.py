@@ -15,18 +15,23 @@ semantics: one army of every division (at most `max_army_size`, as shift+click o
 front against the enemy, then the offensive of its aim -- `near`: an enemy province just across the
 border from a front province drawn by its seeded generator; `city`: the enemy's capital while the
 enemy holds it, else the enemy city nearest the front (the scripted `deep` opening and every
-replan); `second`: the next city of that list; `none`: hold -- executed after `delay_hours`; then,
-every `replan_hours`, when the army no longer executes, the next `city` offensive, executed at once.
-A refused drag falls back as the scripted player's retries do: the next city, then `near`.
+replan); `second`: the next city of that list; `none`: hold -- executed after the choice's delay;
+then, every `replan_hours`, when the army no longer executes, the next `city` offensive. A refused
+drag falls back as the scripted player's retries do: the next city, then `near`.
 
-Where it differs from the screen player: it reads provinces and cities from the world, not from
-pixels (the screen player sorts cities by pixel distance from its front, this by hops); its orders
-land `lag_hours` after the fork (the screen player's setup: looking, moving the pointer, verifying)
-and each offensive is executed `order_hours` after it is drawn (the drag, the checks, the click; the
-opening's activation delay comes on top), fixed numbers instead of its drawn think times; it never loses an order to a missed click or an event window.
+When its orders land is its `Timing`: the waits from the start to the front held, from the front to
+the opening's offensive drawn, from a replan's decision to its offensive drawn, and from drawn to
+executed, each drawn per use from a tuple of hours by the rollout's own timing generator (the search
+player's `SCREEN_TIMING` holds the screen player's measured waits; `Timing()` gives every order at
+once, as the order API's rush does).
 
-Each rollout reseeds the forked world's generator (battle luck, the AI's picks) with its seed, so
-K rollouts of one candidate see K different futures, and candidates compared with the same seeds see
+Where it still differs from the screen player: it reads provinces and cities from the world, not from
+pixels (the screen player sorts cities by pixel distance from its front, this by hops, and knows
+only the cities it has seen); it never loses an order to a missed click or an event window, nor
+gives up a step (its timing's long tails are the screen's retries, not their failures).
+
+Each rollout reseeds the forked world's generator (battle luck, the AI's picks) and its timing with its
+seed, so K rollouts of one candidate see K different futures, and candidates compared with the same seeds see
 the same K futures (common random numbers). The same world, choice and seed give the same result.
 
 Try: python -m hoi4_arena.sim.rollout river:3
@@ -120,21 +125,65 @@ def load_world(path: str | Path) -> tuple[World, dict[str, GameAI], str]:
         game.close()
 
 
+@dataclass(frozen=True)
+class Timing:
+    """When the plan's orders land, in game hours: each wait is drawn, every time it is used, from its
+    tuple (an empirical distribution; one value: fixed) by the rollout's timing generator.
+
+    The screen player's are drawn think times, pointer travel, checks and retries; `SCREEN_TIMING` holds
+    what its games measured. All zeros: every order at once (the order API's plan)."""
+
+    front: tuple[int, ...] = (0,)
+    """From the plan's start to its army formed and holding the front (a plan that starts with an army
+    holding its front skips it)."""
+    draw_first: tuple[int, ...] = (0,)
+    """From the front held to the opening's offensive drawn (an opening plan's first offensive)."""
+    draw: tuple[int, ...] = (0,)
+    """From a replan's decision (its period run out, the army not executing) to its offensive drawn."""
+    execute: tuple[int, ...] = (0,)
+    """From an offensive drawn to its execution (the choice's delay on top of its own offensive)."""
+
+    def __post_init__(self) -> None:
+        for name in ("front", "draw_first", "draw", "execute"):
+            values = getattr(self, name)
+            if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
+                raise ValueError(f"timing {name} must be one or more whole hours >= 0, not {values!r}")
+
+    @staticmethod
+    def fixed(lag_hours: int, order_hours: int) -> Timing:
+        """The first search's fixed timing: army, front and the opening's offensive `lag_hours` after the
+        start, every offensive executed `order_hours` after it is drawn, a replan drawn at once."""
+        return Timing((lag_hours,), (0,), (0,), (order_hours,))
+
+
 @dataclass
 class ScriptedPlan:
     """The scripted player's plan for `tag` in world orders (see the module docstring); call
-    `update(world)` every game hour."""
+    `update(world)` every game hour. `opening`: the choice's offensive is the game's first (it waits
+    `timing.draw_first` after the front, else `timing.draw` as a replan's); `clock` draws the waits."""
 
     tag: str
     choice: Choice
     rng: random.Random
-    lag_hours: int = 0
-    order_hours: int = 0
+    timing: Timing = Timing()
+    clock: random.Random | None = None
+    opening: bool = True
     army: int | None = None
     _start: int | None = None
+    _front_at: int | None = None
     _aim: str | None = None
+    _drawing: str | None = None
+    _own: bool = False  # the offensive being drawn is the choice's own (its delay applies)
+    _draw_at: int | None = None
     _execute_at: int | None = None
     _replan_at: int | None = None
+
+    def _wait(self, values: tuple[int, ...]) -> int:
+        if len(values) == 1:
+            return values[0]
+        if self.clock is None:
+            self.clock = random.Random(f"timing-{self.tag}")
+        return values[self.clock.randrange(len(values))]
 
     def update(self, world: World) -> None:
         if world.over:
@@ -144,7 +193,10 @@ class ScriptedPlan:
             self._aim = self.choice.aim
             if self.army is None:  # a plan taken over mid-game goes on with the side's army
                 self.army = next((a.id for a in world.armies_of(self.tag)), None)
-        if world.hour < self._start + self.lag_hours or not world.at_war:
+            army = world.armies.get(self.army) if self.army is not None else None
+            held = army is not None and army.front is not None
+            self._front_at = self._start + (0 if held else self._wait(self.timing.front))
+        if world.hour < self._front_at or not world.at_war:
             return
         if self.army is None:
             free = world.unassigned(self.tag)
@@ -165,15 +217,21 @@ class ScriptedPlan:
             return
         if self._aim is not None:  # the choice's own offensive (once)
             aim, self._aim = self._aim, None
-            if aim != "none" and self._draw(world, army.id, aim):
-                self._execute_at = world.hour + self.order_hours + self.choice.delay_hours
+            if aim == "none":
+                self._schedule_replan(world)
                 return
-            self._schedule_replan(world)
+            wait = self.timing.draw_first if self.opening else self.timing.draw
+            self._drawing, self._draw_at, self._own = aim, world.hour + self._wait(wait), True
+        elif self._draw_at is None:
+            if self._replan_at is None or world.hour < self._replan_at or army.executing:
+                return
+            self._drawing, self._draw_at, self._own = "city", world.hour + self._wait(self.timing.draw), False
+        if world.hour < self._draw_at:
             return
-        if self._replan_at is None or world.hour < self._replan_at or army.executing:
-            return
-        if self._draw(world, army.id, "city"):
-            self._execute_at = world.hour + self.order_hours
+        aim, self._drawing, self._draw_at = self._drawing, None, None
+        if self._draw(world, army.id, aim):
+            delay = self.choice.delay_hours if self._own else 0
+            self._execute_at = world.hour + self._wait(self.timing.execute) + delay
         else:
             self._schedule_replan(world)
 
@@ -244,15 +302,18 @@ def play_choice(
     seed: int,
     *,
     days: int = 0,
-    lag_hours: int = 0,
-    order_hours: int = 0,
+    timing: Timing = Timing(),
+    opening: bool = True,
 ) -> World:
     """A fork of `world` where `side` has played `choice` (the other side its AI) for `days` game days
-    (0: to the game's end); `world` and `ais` are not changed."""
+    (0: to the game's end), its orders landing by `timing` (`opening`: the choice is the game's opening,
+    else a replan's); `world` and `ais` are not changed."""
     world, ais = fork(world, ais)
     world.rng = random.Random(f"rollout-{seed}")
     ais.pop(side, None)  # the side is the plan's
-    plan = ScriptedPlan(side, choice, random.Random(f"plan-{seed}"), lag_hours, order_hours)
+    plan = ScriptedPlan(
+        side, choice, random.Random(f"plan-{seed}"), timing, random.Random(f"timing-{seed}"), opening
+    )
     end = world.hour + 24 * days if days else world.max_days * 24 + 1
     play_out(world, ais, [plan], end)
     return world
@@ -266,14 +327,12 @@ def rollout(
     seed: int,
     *,
     days: int = 0,
-    lag_hours: int = 0,
-    order_hours: int = 0,
+    timing: Timing = Timing(),
+    opening: bool = True,
     score: Score = vp_share,
 ) -> float:
     """`play_choice`'s value for `side`: the outcome when the game has ended, else `score` of the world."""
-    world = play_choice(
-        world, ais, side, choice, seed, days=days, lag_hours=lag_hours, order_hours=order_hours
-    )
+    world = play_choice(world, ais, side, choice, seed, days=days, timing=timing, opening=opening)
     return outcome(world, side) if world.over else float(score(world, side))
 
 
@@ -317,5 +376,5 @@ if __name__ == "__main__":
     spec = sys.argv[1] if len(sys.argv) > 1 else "river:3"
     with SimGame(spec, seed=3, ai={"RED": 0.5}, declarer="BLU", news=False) as game:
         choices = [Choice(aim, 0, 96) for aim in ("near", "city", "none")]
-        found = search(game.world, game.ais, "BLU", choices, k=2, seed=0, lag_hours=48)
+        found = search(game.world, game.ais, "BLU", choices, k=2, seed=0, timing=Timing.fixed(48, 0))
         print(found.to_dict(choices))
