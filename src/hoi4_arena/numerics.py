@@ -19,7 +19,8 @@ processes only, before torch loads: `pin_numerics()` sets the variables in this 
 which the libraries read when they start and every child process inherits. On one machine the pinned run
 gives the same weights whether the process would otherwise pick AVX-512 or AVX2 (tests/test_numerics.py).
 What the pinning does not fix: oneDNN sizes its blocks by the CPU's caches and the thread count, so two
-CPU models may still sum a convolution in another order; that was never measured across two CPUs here.
+CPU models may still sum a convolution in another order; one pair was compared (an AMD EPYC with
+AVX-512 and one without trained the quickstart's same weights), not every model.
 The cost, where the CPU has AVX-512: about 1.37x the CPU of a training step and of a play decision
 (bench/pinned_numerics.py, on this EPYC; oneDNN's AVX2 convolutions are most of it, MKL's branch almost
 none); nothing where it has not.
