@@ -1,8 +1,9 @@
 """When the scripted player's orders land on the screen, in game hours: the search's `SCREEN_TIMING`.
 
-Plays scripted games on the headless screen (the training presets in turn, pair k on map seed
-(seed + k) mod 1000 with game seed seed + k, from BLU then RED; 960x540, speed 5, the game's AI at
-0.5) and watches the player's army in the game's world after every decision (a measurement's view,
+Plays scripted games on the headless screen (the maps of `--arena` as every command plans them: pair k
+on entry k mod n with game seed seed + k, a range's map seed drawn from the game seed; by default the
+training presets in turn on map seeds 0-999, so pair k on map seed (seed + k) mod 1000; from BLU then
+RED; 960x540, speed 5, the game's AI at 0.5) and watches the player's army in the game's world after every decision (a measurement's view,
 never the player's). From the hours it sees:
 
 - front: from the player's first look (the news) to its army holding the front;
@@ -15,6 +16,7 @@ never the player's). From the hours it sees:
 It prints each one's count, median and deciles (the deciles are `players/search.py`'s SCREEN_TIMING).
 
 Try: .venv/bin/python scripts/screen_timing.py --games 4
+     .venv/bin/python scripts/screen_timing.py --games 4 --arena river:0-999
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from __future__ import annotations
 import argparse
 import statistics
 
+from hoi4_arena.errors import UserError
 from hoi4_arena.maps.held_out import TRAIN_PRESETS
 from hoi4_arena.maps.model import TAGS, other_tag
+from hoi4_arena.maps.specs import map_entries, planned_map
 from hoi4_arena.players.scripted import ScriptedPlayer
 from hoi4_arena.players.templates import sim_rules
 from hoi4_arena.screen.game import GameSettings, play_game
@@ -32,6 +36,7 @@ from hoi4_arena.sim.clock import HOURS_PER_SECOND
 
 SIZE = (540, 960)
 SPEED = 5
+DEFAULT_ARENA = ",".join(f"{preset}:0-999" for preset in TRAIN_PRESETS)
 
 
 class Watched(ScriptedPlayer):
@@ -89,19 +94,38 @@ def waits(marks: list[tuple[str, int]], delay_hours: int, opening: bool) -> dict
     return out
 
 
+def games_planned(entries, first_seed: int, games: int) -> list[tuple[str, int, str]]:
+    """Each game's map, game seed and side: pair k (games 2k and 2k + 1, from BLU then RED) plays game
+    seed first_seed + k on the map every command plans for it."""
+    planned = []
+    for game in range(games):
+        pair, side = divmod(game, 2)
+        seed = first_seed + pair
+        planned.append((planned_map(entries, pair, seed)[1], seed, TAGS[side]))
+    return planned
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=48, help="games to play (default 48)")
     parser.add_argument("--seed", type=int, default=5000, help="the first pair's game seed (default 5000)")
+    parser.add_argument(
+        "--arena",
+        default=DEFAULT_ARENA,
+        help=f"the maps, as every command's --arena reads them (default {DEFAULT_ARENA})",
+    )
     args = parser.parse_args()
     if args.games < 1 or args.seed < 0:
         parser.error("--games must be >= 1 and --seed >= 0")
+    try:
+        entries = map_entries(args.arena)
+    except UserError as error:
+        parser.error(str(error))
+    if any(entry.preset is None for entry in entries):
+        parser.error(f"--arena {args.arena!r}: presets only here (e.g. plains:0-999), not map folders")
     rules = sim_rules(SIZE)
     found: dict[str, list[int]] = {"front": [], "draw_first": [], "draw": [], "execute": []}
-    for game in range(args.games):
-        pair, side = divmod(game, 2)
-        spec = f"{TRAIN_PRESETS[pair % len(TRAIN_PRESETS)]}:{(args.seed + pair) % 1000}"
-        seed, side = args.seed + pair, TAGS[side]
+    for spec, seed, side in games_planned(entries, args.seed, args.games):
         with SimWorker(
             spec,
             seed,

@@ -3,13 +3,16 @@ each replan, and record-ai --player search plays and refuses bad settings in one
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.maps.specs import map_entries
 from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
 from hoi4_arena.players.search import FIXED_TIMING, SCREEN_TIMING, SearchConfig, SearchPlayer
 from hoi4_arena.players.templates import sim_rules
@@ -17,6 +20,7 @@ from hoi4_arena.screen.game import GameSettings, play_game
 from hoi4_arena.screen.sim_worker import SimWorker
 
 SIZE = (540, 960)
+SCREEN_TIMING_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "screen_timing.py"
 
 
 def test_the_player_plays_the_opening_the_search_finds_better(tmp_path: Path) -> None:
@@ -169,3 +173,46 @@ def test_the_command_refuses_bad_search_settings_in_one_line(tmp_path: Path, mon
     err = capsys.readouterr().err
     assert exited.value.code == 2 and "--search-kinds must be among" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def _screen_timing_script():
+    spec = importlib.util.spec_from_file_location("screen_timing", SCREEN_TIMING_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_screen_timing_plans_its_games_as_the_commands_plan_an_arena() -> None:
+    """scripts/screen_timing.py (where SCREEN_TIMING's deciles come from) plans its maps with --arena: by
+    default the games its first measurement played (pair k: training preset k mod 6 on map seed
+    (seed + k) mod 1000), and another arena's maps the way every command draws them."""
+    script = _screen_timing_script()
+    default = script.games_planned(map_entries(script.DEFAULT_ARENA), 5000, 48)
+    presets = ("plains", "passes", "marsh", "bay", "salient", "ford")
+    first = [
+        (f"{presets[g // 2 % 6]}:{(5000 + g // 2) % 1000}", 5000 + g // 2, ("BLU", "RED")[g % 2])
+        for g in range(48)
+    ]
+    assert default == first
+    river = script.games_planned(map_entries("river:10-12,plains:4"), 7, 6)
+    assert [spec for spec, _, _ in river] == [
+        "river:10",
+        "river:10",
+        "plains:4",
+        "plains:4",
+        "river:12",
+        "river:12",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arena", "message"), [("river:9-3", "runs backwards"), ("some/folder", "presets only here")]
+)
+def test_screen_timing_refuses_a_bad_arena_in_one_line(arena: str, message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCREEN_TIMING_SCRIPT), "--games", "1", "--arena", arena],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
