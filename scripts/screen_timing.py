@@ -3,8 +3,8 @@
 Plays scripted games on the headless screen (the maps of `--arena` as every command plans them: pair k
 on entry k mod n with game seed seed + k, a range's map seed drawn from the game seed; by default the
 training presets in turn on map seeds 0-999, so pair k on map seed (seed + k) mod 1000; from BLU then
-RED; 960x540, speed 5, the game's AI at 0.5) and watches the player's army in the game's world after every decision (a measurement's view,
-never the player's). From the hours it sees:
+RED; 960x540, speed 5, the game's AI at 0.5) and watches the player's army in the game's world after
+every decision (a measurement's view, never the player's). From the hours it sees:
 
 - front: from the player's first look (the news) to its army holding the front;
 - draw_first: from the front held (the opening's choice point: the player turns to its offensive) to
@@ -27,7 +27,7 @@ import statistics
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.held_out import TRAIN_PRESETS
 from hoi4_arena.maps.model import TAGS, other_tag
-from hoi4_arena.maps.specs import map_entries, planned_map
+from hoi4_arena.maps.specs import MapEntry, map_entries, planned_map
 from hoi4_arena.players.scripted import ScriptedPlayer
 from hoi4_arena.players.templates import sim_rules
 from hoi4_arena.screen.game import GameSettings, play_game
@@ -94,7 +94,7 @@ def waits(marks: list[tuple[str, int]], delay_hours: int, opening: bool) -> dict
     return out
 
 
-def games_planned(entries, first_seed: int, games: int) -> list[tuple[str, int, str]]:
+def games_planned(entries: tuple[MapEntry, ...], first_seed: int, games: int) -> list[tuple[str, int, str]]:
     """Each game's map, game seed and side: pair k (games 2k and 2k + 1, from BLU then RED) plays game
     seed first_seed + k on the map every command plans for it."""
     planned = []
