@@ -4,7 +4,6 @@ input is one line; and the guard that keeps training off the suites' maps (maps/
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,17 +16,14 @@ from hoi4_arena.evaluation.benchmark import leaderboard
 from hoi4_arena.maps.held_out import on_suite_maps, refuse_suite_maps, session_map, suite_games, suite_maps
 from hoi4_arena.play.benchmark import BenchmarkConfig
 from hoi4_arena.results import GameResult, append_result
+from project_scripts import load_script
 
 runner = CliRunner()
 RESULTS = "results.jsonl"
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "held_out_pairs.py"
 
 
 def _held_out_pairs():
-    spec = importlib.util.spec_from_file_location("held_out_pairs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("held_out_pairs")
 
 
 @pytest.mark.parametrize(("suite", "old_set"), [("presets", "train-presets"), ("river", "river")])

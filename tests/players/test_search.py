@@ -3,7 +3,6 @@ each replan, and record-ai --player search plays and refuses bad settings in one
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,9 +17,9 @@ from hoi4_arena.players.search import FIXED_TIMING, SCREEN_TIMING, SearchConfig,
 from hoi4_arena.players.templates import sim_rules
 from hoi4_arena.screen.game import GameSettings, play_game
 from hoi4_arena.screen.sim_worker import SimWorker
+from project_scripts import SCRIPTS, load_script
 
 SIZE = (540, 960)
-SCREEN_TIMING_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "screen_timing.py"
 
 
 def test_the_player_plays_the_opening_the_search_finds_better(tmp_path: Path) -> None:
@@ -175,18 +174,11 @@ def test_the_command_refuses_bad_search_settings_in_one_line(tmp_path: Path, mon
     assert len(err.strip().splitlines()) == 1 and not out.exists()
 
 
-def _screen_timing_script():
-    spec = importlib.util.spec_from_file_location("screen_timing", SCREEN_TIMING_SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_screen_timing_plans_its_games_as_the_commands_plan_an_arena() -> None:
     """scripts/screen_timing.py (where SCREEN_TIMING's deciles come from) plans its maps with --arena: by
     default the games its first measurement played (pair k: training preset k mod 6 on map seed
     (seed + k) mod 1000), and another arena's maps the way every command draws them."""
-    script = _screen_timing_script()
+    script = load_script("screen_timing")
     default = script.games_planned(map_entries(script.DEFAULT_ARENA), 5000, 48)
     presets = ("plains", "passes", "marsh", "bay", "salient", "ford")
     first = [
@@ -210,7 +202,7 @@ def test_screen_timing_plans_its_games_as_the_commands_plan_an_arena() -> None:
 )
 def test_screen_timing_refuses_a_bad_arena_in_one_line(arena: str, message: str) -> None:
     done = subprocess.run(
-        [sys.executable, str(SCREEN_TIMING_SCRIPT), "--games", "1", "--arena", arena],
+        [sys.executable, str(SCRIPTS / "screen_timing.py"), "--games", "1", "--arena", arena],
         capture_output=True,
         text=True,
         timeout=120,

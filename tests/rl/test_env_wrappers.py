@@ -4,7 +4,6 @@ observations, both env checkers without a warning, same-seed determinism, and SB
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -28,9 +27,9 @@ from hoi4_arena.rl.env_wrappers import (
 )
 from hoi4_arena.screen.lattice import to_lattice, to_pixel
 from hoi4_arena.screen.tokens import KIND_IDS, MOVE, NUM_KINDS
+from project_scripts import load_script
 
 SMALL = {"size": (180, 320), "layout": "cpu"}
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("first", ["hoi4_arena", "gymnasium"])
@@ -207,10 +206,7 @@ def test_a_flat_move_reaches_the_game_at_its_cell_centre() -> None:
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("sb3_ppo", ROOT / "scripts" / "sb3_ppo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("sb3_ppo")
 
 
 TINY = ["--size", "320x180", "--max-days", "8", "--n-steps", "64", "--batch-size", "32", "--epochs", "1"]
