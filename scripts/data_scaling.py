@@ -1,0 +1,160 @@
+"""The data-scaling curve: each BC policy's benchmark record against the demonstrations it trained on.
+
+    python scripts/data_scaling.py OUT.png BENCH [BENCH ...]
+
+Reads each BENCH folder's leaderboard.json (`hoi4-arena benchmark`) and finds, for every checkpoint
+player, what it trained on: its training folder's config.json (the checkpoint's folder, as train-bc
+writes it) names the data folder, the sources and the training seed, and the training sessions there
+are counted (splits.json's held-out sessions left out). Prints one row per policy and suite (training
+sessions, seed, won / drawn / lost, setup complete) and draws OUT.png: per suite, the win rate and the
+setup rate against the number of demonstrations (log scale), each training seed a dot, their mean a
+line; players of other kinds (scripted, search, ai) a dashed level for reference. A player found in
+several folders counts once, from the first folder that has it.
+
+Try: .venv/bin/python scripts/data_scaling.py docs/screenshots/data-scaling.png runs/bench-m0 runs/bench-scale
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+SUITES = ("presets", "river")
+
+
+@cache
+def training_sessions(data: str, sources: tuple[str, ...]) -> int:
+    """How many sessions of `sources` under `data` train (the held-out ones of splits.json left out)."""
+    from hoi4_arena.sessions.splits import iter_sessions
+
+    return sum(1 for _ in iter_sessions(data, split="train", sources=sources))
+
+
+def trained_on(checkpoint: str) -> tuple[int, int]:
+    """(training sessions, training seed) of a train-bc checkpoint, from its folder's config.json."""
+    config_path = Path(checkpoint).parent / "config.json"
+    try:
+        train = json.loads(config_path.read_text())["train"]
+    except (OSError, ValueError, KeyError) as error:
+        raise SystemExit(f"error: {checkpoint}: no train-bc config.json beside it ({error})") from None
+    return training_sessions(train["data"], tuple(train["sources"])), int(train["seed"])
+
+
+def records(
+    benches: Iterable[Path], trained: Callable[[str], tuple[int, int]] = trained_on
+) -> list[dict[str, Any]]:
+    """One row per player and suite of the leaderboards: its kind, games, won / drawn / lost, setups, and
+    for a checkpoint the demonstrations and seed it trained with (`trained`)."""
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for bench in benches:
+        path = Path(bench) / "leaderboard.json"
+        try:
+            board = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"error: {path}: not a benchmark's leaderboard ({error})") from None
+        for suite, table in board["suites"].items():
+            for entry in table["table"]:
+                player = table["players"][entry["player"]]
+                key = (player.get("sha256") or entry["player"], suite)
+                if key in seen:
+                    continue
+                seen.add(key)
+                row = {
+                    "suite": suite,
+                    "player": entry["player"],
+                    "kind": player["kind"],
+                    "games": entry["valid"],
+                    "wins": entry["wins"],
+                    "draws": entry["draws"],
+                    "losses": entry["losses"],
+                    "setups": entry["setup_complete"],
+                }
+                if player["kind"] == "checkpoint":
+                    row["demos"], row["seed"] = trained(player["checkpoint"])
+                rows.append(row)
+    return rows
+
+
+def curve(rows: list[dict[str, Any]], suite: str, what: str) -> dict[int, list[float]]:
+    """Per number of demonstrations, each policy's rate of `what` (wins or setups) on `suite`."""
+    points: dict[int, list[float]] = {}
+    for row in rows:
+        if row["suite"] == suite and "demos" in row and row["games"]:
+            points.setdefault(row["demos"], []).append(row[what] / row["games"])
+    return dict(sorted(points.items()))
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a markdown table, policies by demonstrations and seed, then the other players."""
+    lines = [
+        "| suite | player | demonstrations | seed | won / drawn / lost | setup complete |",
+        "|---|---|---:|---:|---|---:|",
+    ]
+    order = sorted(rows, key=lambda r: (r["suite"], "demos" not in r, r.get("demos", 0), r.get("seed", 0)))
+    for r in order:
+        demos, seed = (str(r["demos"]), str(r["seed"])) if "demos" in r else ("", "")
+        lines.append(
+            f"| {r['suite']} | {r['player']} | {demos} | {seed} | {r['wins']} / {r['draws']} / {r['losses']} "
+            f"| {r['setups']} of {r['games']} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Win rate and setup rate against demonstrations, one column per suite."""
+    from matplotlib.figure import Figure
+
+    suites = [s for s in SUITES if any(r["suite"] == s for r in rows)] or sorted({r["suite"] for r in rows})
+    figure = Figure(figsize=(4.2 * len(suites), 6.4), layout="constrained")
+    axes = figure.subplots(2, len(suites), squeeze=False, sharex=True, sharey=True)
+    colours = ("tab:blue", "tab:green", "tab:purple", "tab:brown")
+    for column, suite in enumerate(suites):
+        for line, (what, label) in enumerate((("wins", "win rate"), ("setups", "setup complete"))):
+            ax = axes[line][column]
+            points = curve(rows, suite, what)
+            for demos, rates in points.items():
+                ax.scatter([demos] * len(rates), rates, color="tab:orange", zorder=3, s=22)
+            if points:
+                means = [sum(v) / len(v) for v in points.values()]
+                ax.plot(list(points), means, color="tab:orange", label="BC, mean of seeds")
+            others = [r for r in rows if r["suite"] == suite and "demos" not in r and r["games"]]
+            for k, other in enumerate(others):
+                ax.axhline(
+                    other[what] / other["games"],
+                    linestyle="--",
+                    color=colours[k % len(colours)],
+                    label=other["player"],
+                )
+            ax.set_xscale("log", base=2)
+            if points:
+                ax.set_xticks(list(points), [str(d) for d in points])
+            ax.set_ylim(-0.03, 1.03)
+            ax.grid(alpha=0.3)
+            ax.set_title(f"{suite}: {label}", fontsize=10)
+            if line == 1:
+                ax.set_xlabel("training demonstrations")
+            if column == 0:
+                ax.set_ylabel(f"{label}, of {max((r['games'] for r in rows), default=0)} games")
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    return path
+
+
+def main() -> None:
+    if len(sys.argv) < 3 or not sys.argv[1].endswith(".png"):
+        sys.exit(__doc__)
+    rows = records([Path(p) for p in sys.argv[2:]])
+    if not any("demos" in r for r in rows):
+        sys.exit("error: no checkpoint players in these leaderboards")
+    print(table(rows))
+    print(f"\npicture: {plot(rows, Path(sys.argv[1]))}")
+
+
+if __name__ == "__main__":
+    main()

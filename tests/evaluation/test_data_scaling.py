@@ -1,0 +1,67 @@
+"""scripts/data_scaling.py: leaderboards' checkpoint players grouped by the demonstrations they trained on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from project_scripts import load_script
+
+scaling = load_script("data_scaling")
+
+
+def _board(folder: Path, players: dict[str, tuple[str, int, int, int]]) -> Path:
+    """A leaderboard.json of both suites: each player (kind, wins, setups, losses) of 20 games."""
+    suites = {}
+    for suite in ("presets", "river"):
+        info, table = {}, []
+        for name, (kind, wins, setups, losses) in players.items():
+            checkpoint = f"/runs/{name}/last.pt" if kind == "checkpoint" else None
+            info[name] = {"player": name, "kind": kind, "checkpoint": checkpoint, "sha256": f"sha-{name}"}
+            draws = 20 - wins - losses
+            table.append(
+                {"player": name, "valid": 20, "wins": wins, "draws": draws, "losses": losses,
+                 "setup_complete": setups}
+            )  # fmt: skip
+        suites[suite] = {"suite": suite, "players": info, "table": table}
+    folder.mkdir(parents=True)
+    (folder / "leaderboard.json").write_text(json.dumps({"suites": suites}))
+    return folder
+
+
+TRAINED = {"/runs/a/last.pt": (96, 0), "/runs/b/last.pt": (384, 0), "/runs/c/last.pt": (384, 1)}
+
+
+def test_policies_grouped_by_demonstrations(tmp_path: Path) -> None:
+    first = _board(tmp_path / "one", {"a": ("checkpoint", 3, 14, 16), "scripted": ("scripted", 8, 20, 11)})
+    # a is in both folders: counted once, from the first
+    second = _board(
+        tmp_path / "two",
+        {"a": ("checkpoint", 19, 20, 0), "b": ("checkpoint", 2, 10, 18), "c": ("checkpoint", 4, 12, 16)},
+    )
+    rows = scaling.records([first, second], trained=TRAINED.__getitem__)
+    assert len(rows) == 8  # a, scripted, b, c on each suite
+    assert scaling.curve(rows, "presets", "wins") == {96: [0.15], 384: [0.1, 0.2]}
+    assert scaling.curve(rows, "river", "setups") == {96: [0.7], 384: [0.5, 0.6]}
+    text = scaling.table(rows)
+    assert "| presets | a | 96 | 0 | 3 / 1 / 16 | 14 of 20 |" in text
+    assert "| river | scripted |  |  | 8 / 1 / 11 | 20 of 20 |" in text
+    picture = scaling.plot(rows, tmp_path / "pics" / "scaling.png")
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_trained_on_reads_the_training_folder(tmp_path: Path) -> None:
+    data = tmp_path / "demos"
+    data.mkdir()
+    run = tmp_path / "bc"
+    run.mkdir()
+    (run / "config.json").write_text(
+        json.dumps({"train": {"data": str(data), "sources": ["scripted"], "seed": 3}})
+    )
+    assert scaling.trained_on(str(run / "last.pt")) == (0, 3)  # an empty data folder: no sessions
+    with pytest.raises(SystemExit, match="no train-bc config.json"):
+        scaling.trained_on(str(tmp_path / "elsewhere" / "last.pt"))
+    with pytest.raises(SystemExit, match="not a benchmark's leaderboard"):
+        scaling.records([tmp_path])
