@@ -4,12 +4,14 @@
 
 Reads each BENCH folder's leaderboard.json (`hoi4-arena benchmark`) and finds, for every checkpoint
 player, what it trained on: its training folder's config.json (the checkpoint's folder, as train-bc
-writes it) names the data folder, the sources and the training seed, and the training sessions there
-are counted (splits.json's held-out sessions left out). Prints one row per policy and suite (training
-sessions, seed, won / drawn / lost, setup complete) and draws OUT.png: per suite, the win rate and the
-setup rate against the number of demonstrations (log scale), each training seed a dot, their mean a
-line; players of other kinds (scripted, search, ai) a dashed level for reference. A player found in
-several folders counts once, from the first folder that has it.
+writes it) names the data folder, the sources and the training seed; the training sessions there are
+counted (splits.json's held-out sessions left out) and their maps read from the folder's record-ai.json
+(`--arena`), so policies of different recipes (demonstrations on one map, across presets) draw apart.
+Prints one row per policy and suite (training sessions, seed, maps, won / drawn / lost, setup
+complete) and draws OUT.png: per suite, the win rate and the setup rate against the number of
+demonstrations (log scale), each training seed a dot, each recipe's mean over its seeds a line; players
+of other kinds (scripted, search, ai) a dashed level for reference. A player found in several folders
+counts once, from the first folder that has it.
 
 Try: .venv/bin/python scripts/data_scaling.py docs/screenshots/data-scaling.png runs/bench-m0 runs/bench-scale
 """
@@ -23,7 +25,19 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.errors import UserError
+
 SUITES = ("presets", "river")
+RECIPE_COLOURS = ("tab:orange", "tab:red", "tab:olive", "tab:cyan")
+
+
+def _short(maps: str) -> str:
+    """A recipe's maps for a legend: `plains:0`, or `6 presets:0-999` for a list of ranges alike."""
+    entries = maps.split(",")
+    ranges = {entry.partition(":")[2] for entry in entries}
+    if len(entries) > 1 and len(ranges) == 1:
+        return f"{len(entries)} presets:{ranges.pop()}"
+    return maps
 
 
 @cache
@@ -34,21 +48,39 @@ def training_sessions(data: str, sources: tuple[str, ...]) -> int:
     return sum(1 for _ in iter_sessions(data, split="train", sources=sources))
 
 
-def trained_on(checkpoint: str) -> tuple[int, int]:
-    """(training sessions, training seed) of a train-bc checkpoint, from its folder's config.json."""
+def recorded_maps(data: str) -> str:
+    """The `--arena` the data folder's games were recorded on (its record-ai.json), or "?"."""
+    try:
+        return str(json.loads((Path(data) / "record-ai.json").read_text())["settings"]["arena"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "?"
+
+
+def trained_on(checkpoint: str) -> tuple[int, int, str]:
+    """(training sessions, training seed, their maps) of a train-bc checkpoint, from its folder's
+    config.json."""
     config_path = Path(checkpoint).parent / "config.json"
     try:
         train = json.loads(config_path.read_text())["train"]
     except (OSError, ValueError, KeyError) as error:
         raise SystemExit(f"error: {checkpoint}: no train-bc config.json beside it ({error})") from None
-    return training_sessions(train["data"], tuple(train["sources"])), int(train["seed"])
+    data = train["data"]
+    folder = config_path.parent.resolve()
+    if not Path(data).is_absolute() and folder.as_posix().endswith("/" + Path(train["out"]).as_posix()):
+        # relative to where train-bc ran: the training folder less its own `out`
+        data = str(Path(folder.as_posix()[: -len(Path(train["out"]).as_posix())]) / data)
+    try:
+        sessions = training_sessions(data, tuple(train["sources"]))
+    except UserError as error:
+        raise SystemExit(f"error: {checkpoint}: {error}") from None
+    return sessions, int(train["seed"]), recorded_maps(data)
 
 
 def records(
-    benches: Iterable[Path], trained: Callable[[str], tuple[int, int]] = trained_on
+    benches: Iterable[Path], trained: Callable[[str], tuple[int, int, str]] = trained_on
 ) -> list[dict[str, Any]]:
     """One row per player and suite of the leaderboards: its kind, games, won / drawn / lost, setups, and
-    for a checkpoint the demonstrations and seed it trained with (`trained`)."""
+    for a checkpoint the demonstrations, seed and maps it trained with (`trained`)."""
     rows: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for bench in benches:
@@ -75,32 +107,37 @@ def records(
                     "setups": entry["setup_complete"],
                 }
                 if player["kind"] == "checkpoint":
-                    row["demos"], row["seed"] = trained(player["checkpoint"])
+                    row["demos"], row["seed"], row["maps"] = trained(player["checkpoint"])
                 rows.append(row)
     return rows
 
 
-def curve(rows: list[dict[str, Any]], suite: str, what: str) -> dict[int, list[float]]:
-    """Per number of demonstrations, each policy's rate of `what` (wins or setups) on `suite`."""
-    points: dict[int, list[float]] = {}
+def curves(rows: list[dict[str, Any]], suite: str, what: str) -> dict[str, dict[int, list[float]]]:
+    """Per recipe (the maps trained on) and number of demonstrations, each policy's rate of `what`
+    (wins or setups) on `suite`."""
+    points: dict[str, dict[int, list[float]]] = {}
     for row in rows:
         if row["suite"] == suite and "demos" in row and row["games"]:
-            points.setdefault(row["demos"], []).append(row[what] / row["games"])
-    return dict(sorted(points.items()))
+            recipe = points.setdefault(row["maps"], {})
+            recipe.setdefault(row["demos"], []).append(row[what] / row["games"])
+    return {maps: dict(sorted(recipe.items())) for maps, recipe in sorted(points.items())}
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows as a markdown table, policies by demonstrations and seed, then the other players."""
     lines = [
-        "| suite | player | demonstrations | seed | won / drawn / lost | setup complete |",
-        "|---|---|---:|---:|---|---:|",
+        "| suite | player | demonstrations | seed | maps | won / drawn / lost | setup complete |",
+        "|---|---|---:|---:|---|---|---:|",
     ]
-    order = sorted(rows, key=lambda r: (r["suite"], "demos" not in r, r.get("demos", 0), r.get("seed", 0)))
+    order = sorted(
+        rows,
+        key=lambda r: (r["suite"], "demos" not in r, r.get("maps", ""), r.get("demos", 0), r.get("seed", 0)),
+    )
     for r in order:
-        demos, seed = (str(r["demos"]), str(r["seed"])) if "demos" in r else ("", "")
+        demos, seed, maps = (str(r["demos"]), str(r["seed"]), r["maps"]) if "demos" in r else ("", "", "")
         lines.append(
-            f"| {r['suite']} | {r['player']} | {demos} | {seed} | {r['wins']} / {r['draws']} / {r['losses']} "
-            f"| {r['setups']} of {r['games']} |"
+            f"| {r['suite']} | {r['player']} | {demos} | {seed} | {maps} "
+            f"| {r['wins']} / {r['draws']} / {r['losses']} | {r['setups']} of {r['games']} |"
         )
     return "\n".join(lines)
 
@@ -116,12 +153,14 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     for column, suite in enumerate(suites):
         for line, (what, label) in enumerate((("wins", "win rate"), ("setups", "setup complete"))):
             ax = axes[line][column]
-            points = curve(rows, suite, what)
-            for demos, rates in points.items():
-                ax.scatter([demos] * len(rates), rates, color="tab:orange", zorder=3, s=22)
-            if points:
+            recipes = curves(rows, suite, what)
+            for k, (maps, points) in enumerate(recipes.items()):
+                colour = RECIPE_COLOURS[k % len(RECIPE_COLOURS)]
+                for demos, rates in points.items():
+                    ax.scatter([demos] * len(rates), rates, color=colour, zorder=3, s=22)
                 means = [sum(v) / len(v) for v in points.values()]
-                ax.plot(list(points), means, color="tab:orange", label="BC, mean of seeds")
+                ax.plot(list(points), means, color=colour, marker="_", label=f"BC on {_short(maps)}")
+            ticks = sorted({d for points in recipes.values() for d in points})
             others = [r for r in rows if r["suite"] == suite and "demos" not in r and r["games"]]
             for k, other in enumerate(others):
                 ax.axhline(
@@ -131,8 +170,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
                     label=other["player"],
                 )
             ax.set_xscale("log", base=2)
-            if points:
-                ax.set_xticks(list(points), [str(d) for d in points])
+            if ticks:
+                ax.set_xticks(ticks, [str(d) for d in ticks])
+                ax.minorticks_off()
             ax.set_ylim(-0.03, 1.03)
             ax.grid(alpha=0.3)
             ax.set_title(f"{suite}: {label}", fontsize=10)

@@ -31,7 +31,13 @@ def _board(folder: Path, players: dict[str, tuple[str, int, int, int]]) -> Path:
     return folder
 
 
-TRAINED = {"/runs/a/last.pt": (96, 0), "/runs/b/last.pt": (384, 0), "/runs/c/last.pt": (384, 1)}
+ACROSS = "plains:0-999,passes:0-999"
+TRAINED = {
+    "/runs/a/last.pt": (96, 0, ACROSS),
+    "/runs/b/last.pt": (384, 0, ACROSS),
+    "/runs/c/last.pt": (384, 1, ACROSS),
+    "/runs/q/last.pt": (96, 0, "plains:0"),
+}
 
 
 def test_policies_grouped_by_demonstrations(tmp_path: Path) -> None:
@@ -39,15 +45,25 @@ def test_policies_grouped_by_demonstrations(tmp_path: Path) -> None:
     # a is in both folders: counted once, from the first
     second = _board(
         tmp_path / "two",
-        {"a": ("checkpoint", 19, 20, 0), "b": ("checkpoint", 2, 10, 18), "c": ("checkpoint", 4, 12, 16)},
+        {
+            "a": ("checkpoint", 19, 20, 0),
+            "b": ("checkpoint", 2, 10, 18),
+            "c": ("checkpoint", 4, 12, 16),
+            "q": ("checkpoint", 0, 9, 19),
+        },
     )
     rows = scaling.records([first, second], trained=TRAINED.__getitem__)
-    assert len(rows) == 8  # a, scripted, b, c on each suite
-    assert scaling.curve(rows, "presets", "wins") == {96: [0.15], 384: [0.1, 0.2]}
-    assert scaling.curve(rows, "river", "setups") == {96: [0.7], 384: [0.5, 0.6]}
+    assert len(rows) == 10  # a, scripted, b, c, q on each suite
+    # the recipes apart: the same count of demonstrations on other maps is another line
+    assert scaling.curves(rows, "presets", "wins") == {
+        ACROSS: {96: [0.15], 384: [0.1, 0.2]},
+        "plains:0": {96: [0.0]},
+    }
+    assert scaling.curves(rows, "river", "setups")[ACROSS] == {96: [0.7], 384: [0.5, 0.6]}
     text = scaling.table(rows)
-    assert "| presets | a | 96 | 0 | 3 / 1 / 16 | 14 of 20 |" in text
-    assert "| river | scripted |  |  | 8 / 1 / 11 | 20 of 20 |" in text
+    assert f"| presets | a | 96 | 0 | {ACROSS} | 3 / 1 / 16 | 14 of 20 |" in text
+    assert "| river | scripted |  |  |  | 8 / 1 / 11 | 20 of 20 |" in text
+    assert scaling._short(ACROSS) == "2 presets:0-999" and scaling._short("plains:0") == "plains:0"
     picture = scaling.plot(rows, tmp_path / "pics" / "scaling.png")
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -60,7 +76,19 @@ def test_trained_on_reads_the_training_folder(tmp_path: Path) -> None:
     (run / "config.json").write_text(
         json.dumps({"train": {"data": str(data), "sources": ["scripted"], "seed": 3}})
     )
-    assert scaling.trained_on(str(run / "last.pt")) == (0, 3)  # an empty data folder: no sessions
+    assert scaling.trained_on(str(run / "last.pt")) == (0, 3, "?")  # an empty data folder: no sessions
+    (data / "record-ai.json").write_text(json.dumps({"settings": {"arena": "plains:0-999"}}))
+    assert scaling.trained_on(str(run / "last.pt"))[2] == "plains:0-999"
+    # a relative data folder is read from where train-bc ran: the training folder less its `out`
+    (run / "config.json").write_text(
+        json.dumps({"train": {"data": "demos", "out": "bc", "sources": ["scripted"], "seed": 3}})
+    )
+    assert scaling.trained_on(str(run / "last.pt")) == (0, 3, "plains:0-999")
+    (run / "config.json").write_text(
+        json.dumps({"train": {"data": "gone", "out": "bc", "sources": ["scripted"], "seed": 3}})
+    )
+    with pytest.raises(SystemExit, match="no such data folder"):
+        scaling.trained_on(str(run / "last.pt"))
     with pytest.raises(SystemExit, match="no train-bc config.json"):
         scaling.trained_on(str(tmp_path / "elsewhere" / "last.pt"))
     with pytest.raises(SystemExit, match="not a benchmark's leaderboard"):
