@@ -179,7 +179,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
             if line == 1:
                 ax.set_xlabel("training demonstrations")
             if column == 0:
-                ax.set_ylabel(f"{label}, of {max((r['games'] for r in rows), default=0)} games")
+                ax.set_ylabel(f"{label} (share of the suite's games)")
     axes[0][0].legend(fontsize=8, loc="upper left")
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)

@@ -1,16 +1,19 @@
 """train-bc with the quickstart's settings on any data folder, for a fixed number of steps (docs/training.md).
 
-    python scripts/quickstart_bc.py DATA OUT STEPS SOURCES [FIELD=VALUE ...]
+    python scripts/quickstart_bc.py [--pinned] DATA OUT STEPS SOURCES [FIELD=VALUE ...]
 
 The quickstart's policy widths and train-bc settings (`quickstart.BC_SETTINGS`, `SMALL_POLICY`), seed 0,
 the learning rate cosine-decayed over STEPS, one torch thread and one decoding worker; SOURCES as
 train-bc's --sources (e.g. scripted, or scripted,idm for IDM-labelled sessions too). Each FIELD=VALUE
 sets one more of train-bc's settings by its BCConfig name, the value read as JSON where it parses and as
-text otherwise: idm_weight=0.25, rung=S3, init=runs/bc-s3/last.pt, skills=true. Prints train-bc's summary
-as JSON.
+text otherwise: idm_weight=0.25, rung=S3, init=runs/bc-s3/last.pt, skills=true. `--pinned` pins torch's
+CPU numerics to AVX2 before torch loads, as the quickstart's own processes do (`numerics.pin_numerics`):
+with it, DATA = a quickstart's demonstrations, STEPS 3000 and seed=K train the weights its training seed
+K trains. Prints train-bc's summary as JSON.
 
 Try: .venv/bin/python scripts/quickstart_bc.py runs/demos runs/bc 1500 scripted
      .venv/bin/python scripts/quickstart_bc.py runs/demos runs/bc-s3 500 scripted rung=S3
+     .venv/bin/python scripts/quickstart_bc.py --pinned runs/scale/d384 runs/scale/d384/bc 3000 scripted seed=1
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import sys
 from typing import Any
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.quickstart import BC_SETTINGS, SMALL_POLICY
-from hoi4_arena.training.bc import train_bc
+from hoi4_arena.numerics import pin_numerics
+from hoi4_arena.quickstart import BC_SETTINGS, SMALL_POLICY  # torch-free, as is bc_config
 from hoi4_arena.training.bc_config import BCConfig
 
 
@@ -42,11 +45,18 @@ def overrides(pairs: list[str]) -> dict[str, Any]:
 
 
 def main() -> None:
-    if len(sys.argv) < 5 or not sys.argv[3].isdigit():
+    args = sys.argv[1:]
+    pinned = args[:1] == ["--pinned"]
+    args = args[1:] if pinned else args
+    if len(args) < 4 or not args[2].isdigit():
         sys.exit(__doc__)
-    data, out, steps, sources = sys.argv[1], sys.argv[2], int(sys.argv[3]), tuple(sys.argv[4].split(","))
+    if pinned:
+        pin_numerics()  # before train_bc imports torch
+    from hoi4_arena.training.bc import train_bc
+
+    data, out, steps, sources = args[0], args[1], int(args[2]), tuple(args[3].split(","))
     try:
-        extra = overrides(sys.argv[5:])
+        extra = overrides(args[4:])
         settings: dict[str, Any] = {
             "data": data,
             "out": out,
