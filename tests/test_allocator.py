@@ -79,3 +79,44 @@ def test_the_limits_go_to_children_only_when_asked_and_a_users_own_setting_is_ke
         "MALLOC_TRIM_THRESHOLD_": "1048576",
         "MALLOC_ARENA_MAX": "1",
     }
+
+
+# Bytes in mmapped blocks (glibc's mallinfo2().hblkhd) after a 1 MB array is made inside
+# large_blocks_mapped and after one made once the block has ended; prints both and what the block yielded.
+MAPPED = """
+import ctypes
+import numpy as np
+from hoi4_arena.allocator import keep_freed_memory, large_blocks_mapped
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                 "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+keep_freed_memory()
+base = libc.mallinfo2().hblkhd
+with large_blocks_mapped() as changed:
+    inside = np.ones(1_000_000, dtype=np.uint8)
+    during = libc.mallinfo2().hblkhd - base
+del inside
+base = libc.mallinfo2().hblkhd
+after_array = np.ones(1_000_000, dtype=np.uint8)
+print(changed, during, libc.mallinfo2().hblkhd - base)
+"""
+
+
+@pytest.mark.skipif(allocator._libc() is None, reason="the C library has no mallopt (not glibc)")
+def test_large_blocks_are_mapped_inside_the_block_only() -> None:
+    def run(env: dict[str, str]) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", MAPPED], env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout.split()
+
+    changed, during, after = run(clean_env())
+    assert changed == "True"
+    assert int(during) >= 1_000_000  # its own mapping
+    assert int(after) == 0  # afterwards the heap again, as keep_freed_memory sets it
+    # The user's (or the suite's) MALLOC_MMAP_THRESHOLD_ stands: the block changes nothing.
+    changed, during, _ = run({**clean_env(), "MALLOC_MMAP_THRESHOLD_": str(allocator.MMAP_THRESHOLD)})
+    assert (changed, during) == ("False", "0")

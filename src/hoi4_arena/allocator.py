@@ -19,6 +19,14 @@ it also sets the same limits in the environment (`MALLOC_MMAP_THRESHOLD_`, `MALL
 keeps its own malloc settings. A limit the environment already sets is left as the user set it. It does
 nothing where the C library has no `mallopt` (not glibc).
 
+One loop is the opposite: a loader filling its store of compressed windows (`data/held.py`) allocates
+each window's raw views (hundreds of kB), keeps a frame of a few kB and frees the views. From the heap,
+the long-lived frames land between the freed blocks and the heap only grows: train-bc on 1,536
+demonstrations of 30 days (about 1.3 GiB compressed) grew past 17 GiB while filling and was killed for
+memory on a 24 GiB machine. `large_blocks_mapped()` lowers the mmap threshold to 64 KiB for such a
+loop, so each view is its own mapping, unmapped when freed, and puts the 32 MiB back after it
+(`WindowLoader.hold` uses it; `bench/hold_memory.py` measures the process's peak with and without).
+
 What it costs: a process keeps up to 512 MiB more resident after a peak. What it buys is measured by
 `bench/allocator.py`: less kernel time and fewer page faults, but no wall-clock gain on a quiet machine.
 
@@ -30,9 +38,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 MMAP_THRESHOLD = 32 * 1024 * 1024
 """Blocks up to this size come from the heap (glibc accepts at most 32 MiB on 64-bit machines)."""
+MAPPED_THRESHOLD = 64 * 1024
+"""Inside `large_blocks_mapped`: blocks from this size up get their own mapping."""
 TRIM_THRESHOLD = 512 * 1024 * 1024
 """Freed memory at the top of the heap kept mapped, in bytes."""
 
@@ -63,6 +75,22 @@ def keep_freed_memory(children: bool = False) -> dict[str, int]:
         if libc is not None and libc.mallopt(param, value) == 1:
             done[name] = value
     return done
+
+
+@contextmanager
+def large_blocks_mapped(threshold: int = MAPPED_THRESHOLD) -> Iterator[bool]:
+    """Blocks of `threshold` bytes or more get their own mapping while the block runs (given back to the
+    kernel when freed), then the mmap threshold is `MMAP_THRESHOLD` again, as `keep_freed_memory` sets
+    it. Yields whether it changed anything: not where the C library has no mallopt, nor where the
+    environment sets MALLOC_MMAP_THRESHOLD_ (the user's setting, or the test suite's for its
+    processes)."""
+    libc = None if "MALLOC_MMAP_THRESHOLD_" in os.environ else _libc()
+    changed = libc is not None and libc.mallopt(_M_MMAP_THRESHOLD, threshold) == 1
+    try:
+        yield changed
+    finally:
+        if changed:
+            libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def environment() -> dict[str, str]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from hoi4_arena import allocator
+from hoi4_arena.data import loader as loader_module
 from hoi4_arena.data.decode import DecodeSettings
 from hoi4_arena.data.loader import DataSettings, WindowLoader
 from hoi4_arena.data.shuffle import WindowRef
@@ -220,3 +223,27 @@ def test_data_too_large_to_hold_raw_are_held_compressed(sessions, workers: int, 
     # hold_compressed=False: held raw or not at all, as before compressed holding existed.
     with WindowLoader(dataclasses.replace(fits_compressed, hold_compressed=False), workers) as loader:
         assert not loader.hold(sessions) and loader.held_bytes == 0
+
+
+def test_the_fill_maps_large_blocks_and_gives_the_same_batches(sessions, monkeypatch) -> None:
+    # The suite's processes set MALLOC_MMAP_THRESHOLD_ (conftest), which the fill leaves alone: unset here.
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    seen = []
+    real = loader_module.large_blocks_mapped
+
+    @contextmanager
+    def spy(*args, **kwargs):
+        with real(*args, **kwargs) as changed:
+            seen.append(changed)
+            yield changed
+
+    monkeypatch.setattr(loader_module, "large_blocks_mapped", spy)
+    with WindowLoader(SETTINGS, 0) as streaming:
+        expected = [collect(streaming, sessions, epoch) for epoch in (0, 1)]
+    for compressed in (False, True):
+        held = dataclasses.replace(SETTINGS, hold_gb=1.0, hold_compressed=compressed)
+        with WindowLoader(held, 0) as loader:
+            assert loader.hold(sessions) and loader.held_compressed == compressed
+            assert same_batches(collect(loader, sessions, 0), expected[0])
+            assert same_batches(collect(loader, sessions, 1), expected[1])
+    assert seen == [allocator._libc() is not None] * 2  # the fill ran inside the block, once each

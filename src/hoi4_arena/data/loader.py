@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from hoi4_arena.allocator import keep_freed_memory
+from hoi4_arena.allocator import keep_freed_memory, large_blocks_mapped
 from hoi4_arena.data.decode import DecodeSettings, decode_session
 from hoi4_arena.data.held import HeldWindows
 from hoi4_arena.data.shuffle import WindowRef, WorkerPlan, epoch_plan, ordered_plan
@@ -297,31 +297,33 @@ class WindowLoader:
             return before + size / len(added) * len(refs)
 
         plans = ordered_plan(refs, self.workers)
-        for batch, _ in self._round_robin(todo, plans, DataPosition(-1, tuple(0 for _ in plans))):
-            for row, key in enumerate(batch.keys):
-                size += self._held.add(key, {name: array[row] for name, array in batch.arrays.items()})
-                added.append(key)
-            if estimate() > limit and self.settings.hold_compressed is None and not self._held.compressed:
-                log.info(
-                    "the data (about %.1f GiB raw) do not fit in hold_gb %.1f: holding them compressed",
-                    estimate() / 2**30,
-                    self.settings.hold_gb,
-                )
-                self._held.compress()
-                before, size = self._held.nbytes - self._held.pending_nbytes, self._held.pending_nbytes
-            if estimate() > limit:
-                log.warning(
-                    "the data (about %.1f GiB%s) do not fit in hold_gb %.1f: every epoch reads them again",
-                    estimate() / 2**30,
-                    " compressed" if self._held.compressed else "",
-                    self.settings.hold_gb,
-                )
-                self._held.rollback()
-                if self._unfinished:
-                    self.close()  # the workers are still decoding the rest: stop them
-                return False
-            if on_batch is not None:
-                on_batch(len(batch))
+        # Each window's raw views are freed as its frame is kept: mapped, not heap, or the heap only grows.
+        with large_blocks_mapped():
+            for batch, _ in self._round_robin(todo, plans, DataPosition(-1, tuple(0 for _ in plans))):
+                for row, key in enumerate(batch.keys):
+                    size += self._held.add(key, {name: array[row] for name, array in batch.arrays.items()})
+                    added.append(key)
+                if estimate() > limit and self.settings.hold_compressed is None and not self._held.compressed:
+                    log.info(
+                        "the data (about %.1f GiB raw) do not fit in hold_gb %.1f: holding them compressed",
+                        estimate() / 2**30,
+                        self.settings.hold_gb,
+                    )
+                    self._held.compress()
+                    before, size = self._held.nbytes - self._held.pending_nbytes, self._held.pending_nbytes
+                if estimate() > limit:
+                    log.warning(
+                        "the data (about %.1f GiB%s) do not fit in hold_gb %.1f: every epoch reads them again",
+                        estimate() / 2**30,
+                        " compressed" if self._held.compressed else "",
+                        self.settings.hold_gb,
+                    )
+                    self._held.rollback()
+                    if self._unfinished:
+                        self.close()  # the workers are still decoding the rest: stop them
+                    return False
+                if on_batch is not None:
+                    on_batch(len(batch))
         self._held.commit()
         held = set(added)
         for s in todo:
