@@ -85,8 +85,10 @@ def main() -> None:
     heap = run_way(args.data, args.sessions, args.workers, baseline=True)
     print(json.dumps({"heap (before)": heap}), flush=True)
     if "peak_gib" in mapped and "peak_gib" in heap:
-        print(f"peak resident memory: {heap['peak_gib']} GiB on the heap, {mapped['peak_gib']} GiB mapped: "
-              f"{heap['peak_gib'] / mapped['peak_gib']:.1f}x less")  # fmt: skip
+        print(
+            f"peak resident memory: {heap['peak_gib']} GiB on the heap, {mapped['peak_gib']} GiB mapped: "
+            f"{heap['peak_gib'] / mapped['peak_gib']:.1f}x less"
+        )
 
 
 if __name__ == "__main__":

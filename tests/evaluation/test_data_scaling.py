@@ -22,9 +22,15 @@ def _board(folder: Path, players: dict[str, tuple[str, int, int, int]]) -> Path:
             info[name] = {"player": name, "kind": kind, "checkpoint": checkpoint, "sha256": f"sha-{name}"}
             draws = 20 - wins - losses
             table.append(
-                {"player": name, "valid": 20, "wins": wins, "draws": draws, "losses": losses,
-                 "setup_complete": setups}
-            )  # fmt: skip
+                {
+                    "player": name,
+                    "valid": 20,
+                    "wins": wins,
+                    "draws": draws,
+                    "losses": losses,
+                    "setup_complete": setups,
+                }
+            )
         suites[suite] = {"suite": suite, "players": info, "table": table}
     folder.mkdir(parents=True)
     (folder / "leaderboard.json").write_text(json.dumps({"suites": suites}))
