@@ -1,10 +1,11 @@
-"""`setup_milestones`: how far a side got with its setup (army, front, offensive, executed), from the log."""
+"""`setup_milestones`: how far a side got with its setup (army, front, offensive, executed), from the log;
+`war_summary`: the offensives it drew and the days it executed them."""
 
 from __future__ import annotations
 
 import pytest
 
-from hoi4_arena.gamelog import GameLogError, format_line, parse_line, setup_milestones
+from hoi4_arena.gamelog import GameLogError, format_line, parse_line, setup_milestones, war_summary
 from hoi4_arena.maps import load_arena
 from hoi4_arena.sim.world import World
 
@@ -107,3 +108,44 @@ def test_a_world_played_by_orders_gives_the_days_the_orders_were_given() -> None
         "complete": True,
     }
     assert setup_milestones(world.log_lines, "RED") == NOTHING
+
+
+def test_the_war_counts_each_new_plan_once_and_the_days_executing() -> None:
+    lines = [
+        START,
+        army(24, front="RED"),
+        army(48, front="RED", plan=[60, 132]),  # the opening's plan: one offensive
+        army(72, front="RED", plan=[60, 132], executing=1),  # the same plan carried on: not another
+        army(96, front="RED", plan=[60, 132], executing=1, tag="RED"),  # the enemy's: not counted
+        army(96, front="RED", plan=[], executing=0),  # the plan ran out
+        army(120, front="RED", plan=[61]),  # a replan
+        army(144, front="RED", plan=[62], executing=1),  # another, at once
+        army(144, front="RED", plan=[62], executing=1, id=2),  # a second army's own plan
+    ]
+    assert war_summary(lines, "BLU") == {"offensives": 4, "executing_days": 2}
+    assert war_summary(lines, "RED") == {"offensives": 1, "executing_days": 1}
+    parsed = [parse_line(line) for line in lines]
+    assert war_summary(parsed, "BLU") == war_summary(lines, "BLU")
+    # Only the last game of a log counts; bad input is refused as setup_milestones refuses it.
+    assert war_summary([*lines, START, army(24)], "BLU") == {"offensives": 0, "executing_days": 0}
+    with pytest.raises(ValueError, match="BLU or RED"):
+        war_summary([], "GRN")
+    with pytest.raises(GameLogError):
+        war_summary(["ARENA army date=1936.01.02.00 h=24 tag=BLU"], "BLU")
+
+
+def test_a_world_that_replans_shows_each_offensive() -> None:
+    world = World(load_arena("plains"), 0, max_days=60)
+    world.declare_war("BLU")
+    army_id = world.form_army("BLU", [1, 2, 3, 4])
+    world.assign_front(army_id, "RED")
+    targets = world.front_provinces("RED", "BLU")[:2]
+    world.draw_offensive(army_id, targets[0])
+    world.execute(army_id)
+    world.step(24 * 3)
+    assert war_summary(world.log_lines, "BLU") == {"offensives": 1, "executing_days": 3}
+    world.draw_offensive(army_id, targets[1])  # a replan toward another province
+    world.execute(army_id)
+    world.step(24 * 2)
+    war = war_summary(world.log_lines, "BLU")
+    assert war["offensives"] == 2 and war["executing_days"] == 5

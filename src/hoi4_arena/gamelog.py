@@ -379,6 +379,36 @@ def setup_milestones(lines: Iterable[str | ArenaLine], tag: str) -> dict[str, An
     return {**days, "complete": all(day is not None for day in days.values())}
 
 
+def war_summary(lines: Iterable[str | ArenaLine], tag: str) -> dict[str, int]:
+    """How side `tag` waged its war after the setup, read from the daily `army` lines (as
+    `setup_milestones` reads them): `offensives`, how many offensive plans it drew (a day on which an
+    army's plan is non-empty and differs from the plan on that army's previous line: the opening and
+    every replan), and `executing_days`, on how many game days an army executed its plan. The scripted
+    player draws a new offensive whenever its plan runs out (never replanning won 0 of 84 games:
+    players/scripted.py), so these tell a player that stops after its opening from one that keeps
+    attacking. `lines` and the last-game rule as in `setup_milestones`."""
+    if tag not in ("BLU", "RED"):
+        raise ValueError(f"tag must be BLU or RED, not {tag!r}")
+    plans: dict[int, tuple[int, ...]] = {}
+    offensives, executing = 0, set()
+    for item in lines:
+        line = parse_line(item) if isinstance(item, str) else item
+        if line is None:
+            continue
+        if line.kind == "start":
+            plans, offensives, executing = {}, 0, set()
+            continue
+        if line.kind != "army" or line["tag"] != tag:
+            continue
+        plan = tuple(line["plan"])
+        if plan and plan != plans.get(line["id"]):
+            offensives += 1
+        plans[line["id"]] = plan
+        if line["executing"] == 1:
+            executing.add(line["h"] // 24)
+    return {"offensives": offensives, "executing_days": len(executing)}
+
+
 if __name__ == "__main__":
     import json
 

@@ -5,6 +5,7 @@ input is one line; and the guard that keeps training off the suites' maps (maps/
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -157,13 +158,15 @@ def test_players_are_compared_on_the_games_both_have(tmp_path: Path) -> None:
         (folder / "player.json").write_text(json.dumps({"player": name}))
         for game, winner in zip(games, winners, strict=False):
             setup = {"complete": name == "a" or game.side == "BLU"}
+            # a's rows say how it fought (b's, as rows from before war_summary, do not).
+            war = {"offensives": 2 if game.side == "BLU" else 1, "executing_days": 5} if name == "a" else None
             row = GameResult(
                 name,
                 game.side,
                 winner,
                 arena=game.map,
                 seed=game.seed,
-                extra={"game": game.index, "setup": setup},
+                extra={"game": game.index, "setup": setup, "days": 10, **({"war": war} if war else {})},
             )
             append_result(folder / "results.jsonl", row)
     settings = {"max_days": 365, "size": "960x540", "speed": 5, "ai_strength": 0.5}
@@ -173,12 +176,16 @@ def test_players_are_compared_on_the_games_both_have(tmp_path: Path) -> None:
     assert rows["a"]["mean_score"] == pytest.approx(2.5 / 4) and rows["a"]["setup_complete"] == 4
     assert (rows["b"]["wins"], rows["b"]["draws"], rows["b"]["losses"], rows["b"]["valid"]) == (0, 1, 1, 2)
     assert [row["player"] for row in board["table"]] == ["a", "b"]  # best mean score first
+    assert rows["a"]["offensives"] == 1.5 and rows["a"]["executing_share"] == 0.5  # 20 of 40 days
+    assert math.isnan(rows["b"]["offensives"]) and math.isnan(rows["b"]["executing_share"])
     (pair,) = board["compared"]
     assert pair["paired_games"] == 2 and pair["planned_games"] == 2
     assert pair["table"] == {"both_won": 0, "only_a_won": 1, "only_b_won": 0, "neither_won": 1}
     assert pair["setup_complete"]["only_a"] == 1 and pair["setup_complete"]["only_b"] == 0
     text = (tmp_path / "leaderboard.md").read_text()
     assert "| b | 2 of 4 |" in text and "| a | b | 2 |" in text
+    assert "| offensives a game | days executing |" in text and "| 0.625 | 1.5 | 50.0% |" in text
+    assert "| 0.250 | - | - |" in text
     # The league table: a scored 2.5 of 4 against the AI, b 0.5 of 2 (evaluation/ratings.py).
     ratings = json.loads((tmp_path / "leaderboard.json").read_text())["ratings"]["tables"]["presets"]
     assert [row["player"] for row in ratings["players"]] == ["a", "ai", "b"]

@@ -54,6 +54,9 @@ def test_two_scripted_games_are_recorded_as_sessions_with_rows_win_rate_reads(tm
         assert [o["order"] for o in orders][:2] == ["form_army", "front"]
         assert all(isinstance(o["frame"], int) and 0 <= o["frame"] < manifest["frames"] for o in orders)
         assert any(o["order"] == "offensive" and o["target"]["state"] for o in orders)
+        # The row's war, read from the log, sees each offensive the player drew and its days executing.
+        assert row["war"]["offensives"] == sum(o["order"] == "offensive" for o in orders) >= 1
+        assert 1 <= row["war"]["executing_days"] <= row["days"]
         inputs = [json.loads(line) for line in (folder / "inputs.jsonl").read_text().splitlines()]
         assert inputs and all(e["source"] == "scripted" and e["skill"] for e in inputs)
         tokens = SessionReader(folder).token_summary()

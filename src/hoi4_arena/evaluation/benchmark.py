@@ -6,7 +6,8 @@ folders and writes OUT/leaderboard.json and OUT/leaderboard.md:
 
 - per suite, one row a player: won / drawn / lost of its valid games, the win rate with its Wilson 95%
   interval (a draw is not a win), how many games completed the setup, the mean score (win 1, draw 0.5,
-  loss 0), best mean score first;
+  loss 0), best mean score first, and how it fought after the setup: the offensives it drew a game and
+  the share of its game days an army executed a plan (`gamelog.war_summary`; "-" for rows without);
 - per suite, every pair of players compared on the games both have played (`evaluation.paired.compare`:
   Newcombe's interval and the exact McNemar p of the win rates' difference, the sign-flip p of the
   scores'), and the setup completions' discordant pairs with their exact McNemar p;
@@ -62,6 +63,18 @@ def player_row(name: str, rows: list[GameResult], planned: int) -> dict[str, Any
         **record,
         "setup_complete": record["setup"]["complete"],
         "mean_score": sum(SCORES[r.outcome] for r in valid) / len(valid) if valid else float("nan"),
+        **war_means(valid),
+    }
+
+
+def war_means(valid: list[GameResult]) -> dict[str, float]:
+    """The mean offensives drawn a game and the share of game days spent executing a plan, over the valid
+    games whose rows carry `war` (`gamelog.war_summary`; rows from before it do not): NaN without any."""
+    wars = [(r.extra["war"], r.extra.get("days") or 0) for r in valid if r.extra.get("war")]
+    days = sum(d for _, d in wars)
+    return {
+        "offensives": sum(w["offensives"] for w, _ in wars) / len(wars) if wars else float("nan"),
+        "executing_share": sum(w["executing_days"] for w, _ in wars) / days if days else float("nan"),
     }
 
 
@@ -125,6 +138,10 @@ def leaderboard(out: Path, suites: tuple[str, ...], pairs: int, settings: dict[s
 # --- the text --------------------------------------------------------------------------------------
 
 
+def _number(value: float) -> str:
+    return "-" if isinstance(value, float) and math.isnan(value) else f"{value:.1f}"
+
+
 def _percent(value: float) -> str:
     return "-" if isinstance(value, float) and math.isnan(value) else f"{value:.1%}"
 
@@ -143,8 +160,9 @@ def format_board(board: dict[str, Any]) -> str:
             "",
             f"## {suite}: {entry['pairs']} map{'s' if entry['pairs'] > 1 else ''}, {entry['games']} games a player",
             "",
-            "| player | games | won | drawn | lost | win rate [95% Wilson] | setup complete | mean score |",
-            "|---|---:|---:|---:|---:|---|---:|---:|",
+            "| player | games | won | drawn | lost | win rate [95% Wilson] | setup complete | mean score "
+            "| offensives a game | days executing |",
+            "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
         ]
         for row in entry["table"]:
             rate = row["win_rate"]
@@ -156,7 +174,7 @@ def format_board(board: dict[str, Any]) -> str:
                 + f" | {row['wins']} | {row['draws']} | {row['losses']} | {_percent(rate['rate'])} "
                 f"[{_percent(rate['low'])}, {_percent(rate['high'])}] | {row['setup_complete']} | "
                 + ("-" if math.isnan(score) else f"{score:.3f}")
-                + " |"
+                + f" | {_number(row.get('offensives', math.nan))} | {_percent(row.get('executing_share', math.nan))} |"
             )
         checkpoints = {
             name: who["checkpoint"] for name, who in entry["players"].items() if who.get("checkpoint")

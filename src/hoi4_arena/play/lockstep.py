@@ -132,6 +132,7 @@ def record_of(summary: dict[str, Any]) -> GameRecord:
         play_ns=summary.get("play_ns", 0),
         late=summary.get("late", 0),
         setup=summary.get("setup", {}),
+        war=summary.get("war", {}),
         session=summary.get("session"),
     )
 

@@ -402,6 +402,7 @@ class _PlayRun:
                 "late": record.late,
                 "session": record.session,
                 "setup": record.setup,
+                "war": record.war,
                 # A range's games are named by the preset; the map each played is kept beside it.
                 **({"map": plan.spec} if self.config.game_map(plan.index)[0].kind == "range" else {}),
             },

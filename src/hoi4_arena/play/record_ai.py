@@ -487,6 +487,7 @@ class _RecordRun:
                 "orders": sum(1 for o in record.orders if o["order"] in ("front", "offensive", "execute")),
                 "session": record.session,
                 "setup": record.setup,
+                "war": record.war,
                 **({"handover": record.handover} if self.first is not None else {}),
                 **({"intent_policy": self.intent_policy.name} if self.intent_policy is not None else {}),
             },

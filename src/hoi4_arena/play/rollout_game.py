@@ -443,6 +443,7 @@ class RolloutGame:
             "play_ns": record.play_ns,
             "late": record.late,
             "setup": record.setup,
+            "war": record.war,
             "terms": dict(tracker.sums),
             "session": record.session,
         }

@@ -37,7 +37,7 @@ import numpy as np
 
 from hoi4_arena.defaults import ARENA
 from hoi4_arena.errors import UserError
-from hoi4_arena.gamelog import ArenaState, parse_line, setup_milestones
+from hoi4_arena.gamelog import ArenaState, parse_line, setup_milestones, war_summary
 from hoi4_arena.maps.model import TAGS
 from hoi4_arena.screen.events import InputEvent
 from hoi4_arena.screen.lattice import to_lattice
@@ -147,6 +147,8 @@ class GameRecord:
     strategy: dict[str, Any] = field(default_factory=dict)
     orders: list[dict[str, Any]] = field(default_factory=list)
     setup: dict[str, Any] = field(default_factory=dict)
+    war: dict[str, int] = field(default_factory=dict)
+    """The side's offensives drawn and days executing (`gamelog.war_summary`)."""
     session: str | None = None
     notes: list[str] = field(default_factory=list)
     handover: int | None = None
@@ -334,6 +336,7 @@ class Game:
         record.handover = getattr(player, "handover", None)
         if self.log is None:  # the match never started
             record.setup = setup_milestones([], side)
+            record.war = war_summary([], side)
             return record
         state = self.log.state
         if record.valid:
@@ -341,6 +344,7 @@ class Game:
             record.reason = "capitulation" if state.winner is not None else f"draw: {state.draw}"
         record.days = state.h // 24
         record.setup = setup_milestones(self.log.lines, side)
+        record.war = war_summary(self.log.lines, side)
         return record
 
     def _record_step(self) -> None:
