@@ -5,8 +5,9 @@
 Reads each BENCH folder's leaderboard.json (`hoi4-arena benchmark`) and finds, for every checkpoint
 player, what it trained on: its training folder's config.json (the checkpoint's folder, as train-bc
 writes it) names the data folder, the sources and the training seed; the training sessions there are
-counted (splits.json's held-out sessions left out) and their maps read from the folder's record-ai.json
-(`--arena`), so policies of different recipes (demonstrations on one map, across presets) draw apart.
+counted (splits.json's held-out sessions left out) and their maps and length read from the folder's
+record-ai.json (`--arena`, `--max-days`), so policies of different recipes (demonstrations on one map,
+across presets, of 30 days or the whole game) draw apart.
 Prints one row per policy and suite (training sessions, seed, maps, won / drawn / lost, setup
 complete) and draws OUT.png: per suite, the win rate and the setup rate against the number of
 demonstrations (log scale), each training seed a dot, each recipe's mean over its seeds a line; players
@@ -32,12 +33,14 @@ RECIPE_COLOURS = ("tab:orange", "tab:red", "tab:olive", "tab:cyan")
 
 
 def _short(maps: str) -> str:
-    """A recipe's maps for a legend: `plains:0`, or `6 presets:0-999` for a list of ranges alike."""
-    entries = maps.split(",")
+    """A recipe's maps for a legend: `plains:0`, or `6 presets:0-999` for a list of ranges alike (a
+    recipe's ` (N days)` kept as it is)."""
+    arena, paren, length = maps.partition(" (")
+    entries = arena.split(",")
     ranges = {entry.partition(":")[2] for entry in entries}
     if len(entries) > 1 and len(ranges) == 1:
-        return f"{len(entries)} presets:{ranges.pop()}"
-    return maps
+        arena = f"{len(entries)} presets:{ranges.pop()}"
+    return arena + paren + length
 
 
 @cache
@@ -49,11 +52,16 @@ def training_sessions(data: str, sources: tuple[str, ...]) -> int:
 
 
 def recorded_maps(data: str) -> str:
-    """The `--arena` the data folder's games were recorded on (its record-ai.json), or "?"."""
+    """The `--arena` the data folder's games were recorded on (its record-ai.json), with their length
+    where it says (`plains:0-999 (30 days)`: demonstrations of 30 days and of the whole game are two
+    recipes), or "?"."""
     try:
-        return str(json.loads((Path(data) / "record-ai.json").read_text())["settings"]["arena"])
+        settings = json.loads((Path(data) / "record-ai.json").read_text())["settings"]
+        arena = str(settings["arena"])
     except (OSError, ValueError, KeyError, TypeError):
         return "?"
+    days = settings.get("max_days")
+    return arena if days is None else f"{arena} ({days} days)"
 
 
 def trained_on(checkpoint: str) -> tuple[int, int, str]:

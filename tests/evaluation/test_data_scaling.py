@@ -90,6 +90,10 @@ def test_trained_on_reads_the_training_folder(tmp_path: Path) -> None:
         json.dumps({"train": {"data": "demos", "out": "bc", "sources": ["scripted"], "seed": 3}})
     )
     assert scaling.trained_on(str(run / "last.pt")) == (0, 3, "plains:0-999")
+    # the demonstrations' length, where record-ai.json has it, is part of the recipe
+    (data / "record-ai.json").write_text(json.dumps({"settings": {"arena": ACROSS, "max_days": 365}}))
+    assert scaling.trained_on(str(run / "last.pt"))[2] == f"{ACROSS} (365 days)"
+    assert scaling._short(f"{ACROSS} (365 days)") == "2 presets:0-999 (365 days)"
     (run / "config.json").write_text(
         json.dumps({"train": {"data": "gone", "out": "bc", "sources": ["scripted"], "seed": 3}})
     )
