@@ -190,6 +190,11 @@ def test_players_are_compared_on_the_games_both_have(tmp_path: Path) -> None:
     ratings = json.loads((tmp_path / "leaderboard.json").read_text())["ratings"]["tables"]["presets"]
     assert [row["player"] for row in ratings["players"]] == ["a", "ai", "b"]
     assert "## Ratings" in text and "| 1 | a |" in text
+    # A run of the other suite alone keeps this suite's table.
+    both = leaderboard(tmp_path, ("river",), 2, settings)["suites"]
+    kept = [(row["player"], row["wins"], row["valid"]) for row in both["presets"]["table"]]
+    assert set(both) == {"presets", "river"} and kept == [("a", 2, 4), ("b", 0, 2)]
+    assert both["river"]["table"] == [] and "## presets" in (tmp_path / "leaderboard.md").read_text()
 
 
 def test_bad_input_is_one_line(tmp_path: Path) -> None:

@@ -122,7 +122,10 @@ def _or(value: float, default: float) -> float:
 
 
 def leaderboard(out: Path, suites: tuple[str, ...], pairs: int, settings: dict[str, Any]) -> dict[str, Any]:
-    """Every suite's board from the folders under OUT; written to OUT/leaderboard.json and .md."""
+    """Every suite's board from the folders under OUT; written to OUT/leaderboard.json and .md. The
+    board has `suites` and every other suite with players under OUT, so a run of one suite (two runs
+    side by side, `--suite presets` and `--suite river`) does not drop the other's table."""
+    suites = tuple(suite for suite in SUITES if suite in suites or suite_players(out, suite))
     board = {
         "settings": settings,
         "suites": {suite: suite_board(out, suite, pairs) for suite in suites if suite in SUITES},
