@@ -57,6 +57,14 @@ def test_two_iterations_label_grow_train_and_resume(tmp_path: Path, init: Path) 
         for r in map(json.loads, (out / f"iter-{i:03d}" / "games" / "results.jsonl").read_text().splitlines())
     }
     assert maps == {("plains:0", "BLU"), ("plains:0", "RED"), ("passes:1", "BLU"), ("passes:1", "RED")}
+    # Each iteration says how often its games attacked: the mean of its rows' war.
+    for i, iteration in enumerate(summary["iterations"]):
+        rows = [
+            json.loads(line)
+            for line in (out / f"iter-{i:03d}" / "games" / "results.jsonl").read_text().splitlines()
+        ]
+        assert all(set(row["war"]) == {"offensives", "executing_days"} for row in rows)
+        assert iteration["offensives_a_game"] == sum(row["war"]["offensives"] for row in rows) / len(rows)
     # Every session has the expert's labels beside it, one a decision, aligned with what was played: a
     # decision whose label was played holds the label's tokens.
     sessions = sorted((out / "iter-000" / "games").glob("dagger-i*"))

@@ -344,6 +344,7 @@ class _DaggerGames:
                 "decisions": record.decisions,
                 "session": record.session,
                 "setup": record.setup,
+                "war": record.war,
                 "beta": self.beta,
                 "learner": self.learner.name,
                 **agreement,
@@ -447,7 +448,17 @@ def _quick_benchmark(config: DaggerConfig, checkpoint: Path) -> dict[str, Any]:
     rows = read_results(bench.out / "presets" / bench.specs[0].folder / "results.jsonl")
     rows = [r for r in rows if int(r.extra.get("game", -1)) < 2 * config.benchmark_pairs]
     record = win_record(rows)
-    return {k: record[k] for k in ("games", "wins", "draws", "losses", "win_rate", "setup")}
+    return {
+        **{k: record[k] for k in ("games", "wins", "draws", "losses", "win_rate", "setup")},
+        "offensives_a_game": _offensives(rows),
+    }
+
+
+def _offensives(rows: list[GameResult]) -> float | None:
+    """The mean offensives a valid game drew (the rows' `war`, `gamelog.war_summary`): how often the
+    learner attacked again after its opening, where BC policies fall short (docs/learning.md)."""
+    wars = [r.extra["war"]["offensives"] for r in rows if r.valid and r.extra.get("war")]
+    return sum(wars) / len(wars) if wars else None
 
 
 def _iteration(config: DaggerConfig, iteration: int, learner_path: Path) -> dict[str, Any]:
@@ -495,6 +506,7 @@ def _iteration(config: DaggerConfig, iteration: int, learner_path: Path) -> dict
         "checkpoint": str(bc_out / "last.pt"),
         "games": len(rows),
         "record": {k: win_record(rows)[k] for k in ("valid", "wins", "draws", "losses", "setup")},
+        "offensives_a_game": _offensives(rows),
         "expert_share": _share(rows, "expert_decisions", "decisions"),
         "agree": _share(rows, "agree", "decisions", weighted=True),
         "agree_acting": _share(rows, "agree_acting", "acting", weighted=True),
