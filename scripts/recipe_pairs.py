@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
+from hoi4_arena.evaluation.benchmark import war_means
 from hoi4_arena.evaluation.paired import SCORES, mcnemar_exact, sign_flip_p
 from hoi4_arena.maps.held_out import SUITES, suite_games
 from hoi4_arena.results import GameResult, read_results
@@ -72,8 +74,9 @@ def _setup(row: GameResult) -> bool:
 
 
 def _offensives(rows: list[GameResult]) -> float | None:
-    wars = [row.extra["war"]["offensives"] for row in rows if row.extra.get("war")]
-    return sum(wars) / len(wars) if wars else None
+    """The benchmark table's offensives a game (`war_means`), None without rows that say."""
+    value = war_means(rows)["offensives"]
+    return None if math.isnan(value) else value
 
 
 def summary(matched: list[tuple]) -> dict[str, Any]:

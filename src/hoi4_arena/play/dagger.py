@@ -53,6 +53,7 @@ from typing import Any
 import torch
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.evaluation.benchmark import war_means
 from hoi4_arena.maps.held_out import TRAIN_PRESETS, refuse_suite_maps
 from hoi4_arena.maps.model import TAGS
 from hoi4_arena.models.checkpoint import load_checkpoint
@@ -455,10 +456,11 @@ def _quick_benchmark(config: DaggerConfig, checkpoint: Path) -> dict[str, Any]:
 
 
 def _offensives(rows: list[GameResult]) -> float | None:
-    """The mean offensives a valid game drew (the rows' `war`, `gamelog.war_summary`): how often the
-    learner attacked again after its opening, where BC policies fall short (docs/learning.md)."""
-    wars = [r.extra["war"]["offensives"] for r in rows if r.valid and r.extra.get("war")]
-    return sum(wars) / len(wars) if wars else None
+    """The mean offensives a valid game drew, as the benchmark's table counts them (`war_means`): how
+    often the learner attacked again after its opening, where BC policies fall short (docs/learning.md);
+    None without rows that say."""
+    value = war_means([r for r in rows if r.valid])["offensives"]
+    return None if math.isnan(value) else value
 
 
 def _iteration(config: DaggerConfig, iteration: int, learner_path: Path) -> dict[str, Any]:
