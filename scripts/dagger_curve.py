@@ -12,7 +12,9 @@ played into RUN/bench, or into BENCH folders of the same settings, with `hoi4-ar
 Every checkpoint player is placed at its optimizer steps past the run's start: its train-bc folder's
 config.json names the checkpoint it began from (`init`), and the steps of each link of that chain
 back to the start are summed (a checkpoint whose chain never reaches the start is left out, with a
-line saying so). Those inside RUN are DAgger's line; the others, with the start, the control's.
+line saying so). Those inside RUN are DAgger's line; those inside another dagger folder (one with a
+dagger.json, e.g. a run of other settings from the same start) a line of their own, named by that
+folder; the others, with the start, the control's.
 Players of other kinds (scripted, ai) are dashed levels. Prints the table it draws and writes OUT.png:
 per suite the win rate, the setup rate and the offensives a game against steps past the start, and
 panels of the iterations' own games (setup complete, the expert's share played, the acting labels
@@ -130,10 +132,8 @@ def points(
                     if past is None:
                         print(f"left out: {player['checkpoint']} does not descend from {start}")
                         continue
-                    inside = run_dir in Path(player["checkpoint"]).resolve().parents
-                    row.update(
-                        series="dagger" if inside else "control", steps=past, path=player["checkpoint"]
-                    )
+                    row.update(series=series_of(player["checkpoint"], run_dir), steps=past)
+                    row["path"] = player["checkpoint"]
                     if past == 0:
                         row["series"] = "start"
                 else:
@@ -142,6 +142,17 @@ def points(
     if not rows:
         raise SystemExit(f"error: no benchmark games under {run / 'bench'} or the BENCH folders")
     return rows
+
+
+def series_of(checkpoint: str, run_dir: Path) -> str:
+    """ "dagger" for a checkpoint inside RUN, "dagger: NAME" inside another dagger folder NAME, else
+    "control"."""
+    for parent in Path(checkpoint).resolve().parents:
+        if parent == run_dir:
+            return "dagger"
+        if (parent / "dagger.json").is_file():
+            return f"dagger: {parent.name}"
+    return "control"
 
 
 def line(rows: list[dict[str, Any]], suite: str, series: str) -> list[dict[str, Any]]:
@@ -168,6 +179,16 @@ SERIES = {
     "dagger": ("tab:red", "DAgger (quick benchmark after each iteration)"),
     "control": ("tab:blue", "control: the start trained as long on the demonstrations"),
 }
+MORE_RUNS = ("tab:orange", "tab:pink", "tab:olive", "tab:cyan")
+
+
+def series_styles(rows: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Colour and legend of every checkpoint series in `rows`: RUN's, the control's, other runs'."""
+    styles = dict(SERIES)
+    more = sorted({r["series"] for r in rows if r["series"].startswith("dagger: ")})
+    for k, name in enumerate(more):
+        styles[name] = (MORE_RUNS[k % len(MORE_RUNS)], f"DAgger run {name.removeprefix('dagger: ')}")
+    return styles
 
 
 def plot(rows: list[dict[str, Any]], done: list[dict[str, Any]], path: Path) -> Path:
@@ -189,7 +210,7 @@ def plot(rows: list[dict[str, Any]], done: list[dict[str, Any]], path: Path) -> 
                     return row["offensives"]
                 return row[what] / row["games"]
 
-            for series, (colour, name) in SERIES.items():
+            for series, (colour, name) in series_styles(rows).items():
                 pts = [(p["steps"], value(p)) for p in line(rows, suite, series) if value(p) is not None]
                 if len(pts) > 1 or any(p["series"] == series for p in rows if p["suite"] == suite):
                     ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", color=colour, label=name)

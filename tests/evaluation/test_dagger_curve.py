@@ -48,6 +48,10 @@ def run(tmp_path: Path) -> Path:
     c0 = _checkpoint(tmp_path / "control-0" / "last.pt", start)
     c1 = _checkpoint(tmp_path / "control-1" / "last.pt", Path(c0))
     other = _checkpoint(tmp_path / "elsewhere" / "last.pt", None)
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / "dagger.json").write_text("{}")
+    s0 = _checkpoint(short / "iter-000" / "bc" / "last.pt", start)
     (run / "dagger.json").write_text(json.dumps({"settings": {"init": str(start), "max_days": 120}}))
     done = [
         {
@@ -71,6 +75,7 @@ def run(tmp_path: Path) -> Path:
             "c1": (c1, 2, 11),
             "scripted": (None, 8, 20),
             "stranger": (other, 0, 0),
+            "s0": (s0, 0, 4),
         },
     )
     return run
@@ -104,6 +109,8 @@ def test_series_steps_and_picture(run: Path, tmp_path: Path, capsys: pytest.Capt
     assert (by["c1"]["series"], by["c1"]["steps"]) == ("control", 2 * STEPS)
     assert (by["start"]["series"], by["start"]["steps"]) == ("start", 0)
     assert by["scripted"]["series"] == "scripted" and "steps" not in by["scripted"]
+    assert (by["s0"]["series"], by["s0"]["steps"]) == ("dagger: short", STEPS)
+    assert [r["player"] for r in curve.line(rows, "presets", "dagger: short")] == ["start", "s0"]
     dagger_line = curve.line(rows, "presets", "dagger")
     assert [r["player"] for r in dagger_line] == ["start", "d0", "d1"]
     assert "| presets | dagger | 1000 |" in curve.table(rows)
