@@ -96,3 +96,36 @@ def test_a_screen_smaller_than_the_fovea_is_refused(make_marker) -> None:
     game = make_marker("s", frames=10)
     with pytest.raises(UserError, match="fovea"):
         next(decode_session(game.folder, DecodeSettings("full")))
+
+
+def test_expert_labels_are_the_targets_and_the_inputs_sent_are_fed(make_marker) -> None:
+    """A DAgger game trains on the expert's labels, but its screens show what was sent: each decision's
+    `fed` (the previous action the memory is given at the next one) is the session's own input, in the
+    samples and in the windows cut from them."""
+    from hoi4_arena.data.windows import cut_windows, plan_spans
+    from hoi4_arena.sessions.labels import write_labels
+
+    game = make_marker("s", frames=40, keys=2)
+    sent = {s.index: s.tokens for s in decode_session(game.folder, DecodeSettings("cpu"))}
+    assert any(t[:, 0].any() for t in sent.values())
+    # Labels unlike the inputs: a key press the game never saw, at every decision.
+    labels = np.zeros((game.decisions, 8, 3), np.int64)
+    labels[:, 0] = (KEY_KINDS[VK_A, "down"], 0, 0)
+    frames = [d.frame_index for d in SessionReader(game.folder).decisions(images=False, arena=False)]
+    write_labels(game.folder, frames, labels, np.zeros((game.decisions, 8)), None, {}, source="expert")
+    settings = DecodeSettings("cpu", expert_sessions=("s",))
+    samples = list(decode_session(game.folder, settings))
+    for s in samples:
+        assert np.array_equal(s.tokens, labels[s.index])
+        assert np.array_equal(s.fed, sent[s.index]) and np.array_equal(s.executed, sent[s.index])
+    # A demonstration (no labels) feeds its own tokens.
+    plain = next(iter(decode_session(game.folder, DecodeSettings("cpu"))))
+    assert plain.executed is None and plain.fed is plain.tokens
+    spans = plan_spans(game.decisions, 4)
+    windows = [w for _, w in cut_windows(iter(samples), spans, "s")]
+    for span, window in zip(spans, windows, strict=True):
+        fed = np.stack([sent[d] for d in range(span.start, min(span.end, game.decisions))])
+        assert np.array_equal(window.fed[: len(fed)], fed)
+        assert np.array_equal(window.tokens[: len(fed)], labels[span.start : span.start + len(fed)])
+        before = sent[span.start - 1] if span.start else np.zeros((8, 3), np.int64)
+        assert np.array_equal(window.previous, before)

@@ -25,6 +25,7 @@ def window(seed: int, length: int = 6, clip: int = 1) -> dict[str, np.ndarray]:
         "speed": rng.integers(1, 6, length),
         "pointer": rng.integers(0, 1024, (length, 2)),
         "tokens": rng.integers(0, 98, (length, 8, 3)),
+        "fed": rng.integers(0, 98, (length, 8, 3)),
         "loss_mask": rng.random(length) < 0.5,
         "region": rng.random(length) < 0.5,
         "burst": rng.random(length) < 0.5,

@@ -111,6 +111,33 @@ def test_a_window_split_in_two_with_the_state_carried_equals_the_whole(tiny_conf
     assert not torch.allclose(fresh.logp, second.logp, atol=1e-4)
 
 
+def test_the_memory_is_fed_what_was_sent_and_the_targets_are_scored(tiny_config, make_obs, make_tokens):
+    """Training on an expert's labels of a learner's game: the previous action each decision's memory
+    reads is what was sent (`fed`), the scores are of the labels (`tokens`), as a player stepping
+    through the game would see it; the reference path agrees."""
+    policy = build(tiny_config).eval()
+    obs = make_obs(tiny_config, 2, 4, seed=3)
+    labels, sent = make_tokens(2, 4, seed=1), make_tokens(2, 4, seed=2)
+    with torch.no_grad():
+        mixed = policy(obs, labels, fed=sent)
+        as_sent = policy(obs, sent)
+        as_labelled = policy(obs, labels)
+        naive = policy.forward_naive(obs, labels, fed=sent)
+    # The memory follows what was sent ...
+    torch.testing.assert_close(mixed.hidden, as_sent.hidden)
+    assert torch.equal(mixed.state.previous, sent[:, -1])
+    assert not torch.allclose(mixed.hidden[:, 1:], as_labelled.hidden[:, 1:], atol=1e-4)
+    # ... and the labels are what is scored: at the first decision (no previous action of the window
+    # yet) the scores are the plain labelled window's.
+    torch.testing.assert_close(mixed.logp[:, 0], as_labelled.logp[:, 0])
+    assert not torch.allclose(mixed.logp, as_sent.logp, atol=1e-4)
+    torch.testing.assert_close(mixed.logp, naive.logp, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(mixed.state.hidden, naive.state.hidden, atol=1e-5, rtol=1e-5)
+    # Feeding the targets themselves is the demonstration's window, bit for bit.
+    with torch.no_grad():
+        assert torch.equal(policy(obs, labels, fed=labels).logp, as_labelled.logp)
+
+
 def test_play_steps_score_what_they_chose_like_training_does(tiny_config, make_obs):
     policy = build(tiny_config).eval()
     obs = make_obs(tiny_config, 1, 3, seed=9)

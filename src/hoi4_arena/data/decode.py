@@ -101,6 +101,16 @@ class DecisionSample:
     """Whether the decision may carry loss (see the module docstring)."""
     policy_inputs: bool = False
     """The decision holds a policy's inputs in a session that is not the policy's (a corrections game)."""
+    executed: np.ndarray | None = None
+    """(8, 3) int64: the tokens the session itself sent, where `tokens` are an expert's labels (a DAgger
+    game: the learner's or the expert's inputs, whichever played); None where they are `tokens`."""
+
+    @property
+    def fed(self) -> np.ndarray:
+        """The tokens the policy's memory is fed as this decision's action when the next decision is
+        scored: what was sent, which the screens after it show, not the label (a label the learner did
+        not play never reached the screen)."""
+        return self.tokens if self.executed is None else self.executed
 
 
 def parse_keys(values: Sequence[str]) -> tuple[int, ...]:
@@ -157,7 +167,9 @@ def decode_session(
     reader = SessionReader(folder)
     layout = settings.view_layout
     labelled = None
+    executed = False  # expert labels: the inputs sent are fed as the previous action (DecisionSample.fed)
     if reader.manifest.id in settings.expert_sessions:
+        executed = True
         labels = read_labels(reader.path, "expert")
         labelled = (labels.tokens, labels.keep())
     elif reader.manifest.id in settings.idm_sessions:
@@ -183,7 +195,7 @@ def decode_session(
                 for decision in reader.decisions(images=False, arena=False):
                     wanted = need is None or (decision.index < len(need) and need[decision.index])
                     views = stored.views_at(decision.frame_index) if wanted else None
-                    yield _sample(reader, decision, views, settings, need, labelled)
+                    yield _sample(reader, decision, views, settings, need, labelled, executed)
                     done = decision.index + 1
                 return
             except stored_views.StoredViewsError as error:
@@ -194,7 +206,7 @@ def decode_session(
         views = None
         if need is None or (decision.index < len(need) and need[decision.index]):
             views = compute_views(decision.image, decision.pointer_px, layout)
-        yield _sample(reader, decision, views, settings, need, labelled)
+        yield _sample(reader, decision, views, settings, need, labelled, executed)
 
 
 _warned: set[tuple[str, str]] = set()
@@ -214,6 +226,7 @@ def _sample(
     settings: DecodeSettings,
     need: np.ndarray | None,
     labelled: tuple[np.ndarray, np.ndarray] | None = None,
+    executed: bool = False,
 ) -> DecisionSample:
     index = decision.index
     if need is not None and index >= len(need):
@@ -237,6 +250,7 @@ def _sample(
         pressed_after_move=after_move,
         focus=decision.focus,
         policy_inputs=policy_inputs,
+        executed=drop_key_tokens(decision.tokens, settings.drop_keys) if executed else None,
         trainable=not decision.burst
         and decision.focus
         and not policy_inputs

@@ -93,7 +93,10 @@ class Window:
     pointer: np.ndarray
     """int64 (L, 2) pointer lattice (x, y) when each decision began."""
     tokens: np.ndarray
-    """int64 (L, 8, 3) the demonstrated tokens (dropped keys removed)."""
+    """int64 (L, 8, 3) the demonstrated tokens (dropped keys removed): the targets."""
+    fed: np.ndarray
+    """int64 (L, 8, 3) the tokens each decision sent (`DecisionSample.fed`), fed to the memory as the
+    next decision's previous action: `tokens` except in expert-labelled sessions."""
     loss_mask: np.ndarray
     """bool (L,): in the region, a real decision, and trainable (not a burst, ...)."""
     region: np.ndarray
@@ -103,7 +106,8 @@ class Window:
     pressed_after_move: np.ndarray
     """bool (L,): pressed a button after a move in the same decision (masked with look-before-click)."""
     previous: np.ndarray
-    """int64 (8, 3): the tokens of the decision before `start` (no-ops at the session's start)."""
+    """int64 (8, 3): the tokens the decision before `start` sent (its `fed`; no-ops at the session's
+    start)."""
 
     ARRAYS = (
         "global_view",
@@ -112,6 +116,7 @@ class Window:
         "speed",
         "pointer",
         "tokens",
+        "fed",
         "loss_mask",
         "region",
         "burst",
@@ -160,6 +165,7 @@ def _stack_window(
         speed=np.array([speed if s is None else s.speed for s in rows], np.int64),
         pointer=np.array([(0, 0) if s is None else s.pointer for s in rows], np.int64),
         tokens=np.stack([noop if s is None else s.tokens for s in rows]),
+        fed=np.stack([noop if s is None else s.fed for s in rows]),
         loss_mask=region & trainable,
         region=region,
         burst=np.array([s is not None and s.burst for s in rows]),
@@ -227,7 +233,7 @@ def cut_windows(
         last = sample.index
         speed = sample.speed
         if sample.index + 1 in starts:
-            previous[sample.index] = sample.tokens
+            previous[sample.index] = sample.fed
         if sample.views is not None:
             if clip > 1:
                 recent[sample.index] = sample.views["global"]

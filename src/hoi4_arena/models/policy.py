@@ -386,17 +386,23 @@ class Policy(nn.Module):
         *,
         chunk: int | None = 16,
         pointer_sigma: float = 0.0,
+        fed: torch.Tensor | None = None,
     ) -> PolicyOutput:
         """Teacher-forced scores of a window: obs (B, T, ...), tokens (B, T, slots, 3).
 
-        The previous action of decision t is tokens[:, t-1] (state.previous for t = 0).
+        The previous action of decision t is fed[:, t-1] (state.previous for t = 0): `fed` (B, T,
+        slots, 3) are the tokens each decision sent where they differ from the targets `tokens` (an
+        expert's labels on a learner's game: the screens show what was sent, so the memory must be
+        told the same); None: the targets themselves, as in a demonstration.
         """
         b, t = tokens.shape[:2]
         self._check(obs, (b, t))
         self._check_tokens(tokens, (b, t))
+        fed = tokens if fed is None else fed
+        self._check_tokens(fed, (b, t))
         state = state or self.initial_state(b, tokens.device)
         seen = self.see(obs.flatten(2), chunk).unflatten((b, t))
-        previous = torch.cat([state.previous[:, None], tokens[:, :-1]], dim=1)
+        previous = torch.cat([state.previous[:, None], fed[:, :-1]], dim=1)
         pointer_vec = self._pointer_vec(obs.pointer)
         hidden = self.memory.run(
             self._memory_inputs(seen, previous, obs.speed, pointer_vec, obs.intent), seen.cells, state.hidden
@@ -410,7 +416,7 @@ class Policy(nn.Module):
             scores=_map_scores(scores, lambda v: v.unflatten(0, (b, t))),
             value=value,
             value_logit=logit,
-            state=PolicyState(hidden[:, -1], tokens[:, -1]),
+            state=PolicyState(hidden[:, -1], fed[:, -1]),
             hidden=hidden,
             summary=seen.summary,
         )
@@ -422,11 +428,14 @@ class Policy(nn.Module):
         state: PolicyState | None = None,
         *,
         pointer_sigma: float = 0.0,
+        fed: torch.Tensor | None = None,
     ) -> PolicyOutput:
         """The reference for `forward`: every decision on its own, everything recomputed."""
         b, t = tokens.shape[:2]
         self._check(obs, (b, t))
         self._check_tokens(tokens, (b, t))
+        fed = tokens if fed is None else fed
+        self._check_tokens(fed, (b, t))
         state = state or self.initial_state(b, tokens.device)
         rows: list[list[tuple]] = []
         last_hidden = []
@@ -446,7 +455,7 @@ class Policy(nn.Module):
                     torch.cat([h, pointer_vec], dim=-1), seen.cells, action, pointer_sigma
                 )
                 row.append((scores, *self.value(h)))
-                previous = action
+                previous = fed[i : i + 1, j]
             rows.append(row)
             last_hidden.append(h)
 
@@ -459,7 +468,7 @@ class Policy(nn.Module):
             scores=scores,
             value=stack(lambda d: d[1]),
             value_logit=stack(lambda d: d[2]),
-            state=PolicyState(torch.cat(last_hidden), tokens[:, -1]),
+            state=PolicyState(torch.cat(last_hidden), fed[:, -1]),
         )
 
     # --- play ---

@@ -92,6 +92,6 @@ class Replay:
 
 def bc_loss(policy: Policy, batch: Batch, chunk: int | None = None) -> torch.Tensor:
     """train-bc's loss on `batch`: the demonstrated tokens' NLL, mean over the counted decisions."""
-    obs, tokens, mask, state = to_device(batch, policy, torch.device("cpu"))
-    out = policy(obs, tokens, state, chunk=chunk)
+    obs, tokens, mask, state, fed = to_device(batch, policy, torch.device("cpu"))
+    out = policy(obs, tokens, state, chunk=chunk, fed=fed)
     return (slot_nll(out).sum(-1) * mask).sum() / mask.sum().clamp(min=1)

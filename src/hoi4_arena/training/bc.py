@@ -94,15 +94,16 @@ def kind_groups(kinds: torch.Tensor) -> torch.Tensor:
 
 def to_device(
     batch: Batch, policy: Policy, device: torch.device, intents: Any = None
-) -> tuple[Observation, torch.Tensor, torch.Tensor, PolicyState]:
-    """A batch as the policy's inputs: observation (B, T), tokens (B, T, 8, 3), loss mask (B, T), state;
+) -> tuple[Observation, torch.Tensor, torch.Tensor, PolicyState, torch.Tensor]:
+    """A batch as the policy's inputs: observation (B, T), tokens (B, T, 8, 3), loss mask (B, T), state,
+    and the tokens sent (B, T, 8, 3: the policy's `fed`, the targets except on expert-labelled games);
     with `intents` (a `training.skills.SessionIntents`) each decision's intent joins the observation."""
     a = {k: torch.from_numpy(v).to(device) for k, v in batch.arrays.items()}
     intent = None if intents is None else torch.from_numpy(intents.for_batch(batch)).to(device)
     obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"], intent)
     state = policy.initial_state(len(batch), device)
     state = PolicyState(state.hidden, a["previous"])
-    return obs, a["tokens"], a["loss_mask"].float(), state
+    return obs, a["tokens"], a["loss_mask"].float(), state, a["fed"]
 
 
 def slot_nll(out: PolicyOutput, pointer_weight: torch.Tensor | None = None) -> torch.Tensor:
@@ -246,8 +247,8 @@ def evaluate(
     policy.eval()
     tally = Tally()
     for number, batch in enumerate(loader.ordered(sessions, refs)):
-        obs, tokens, mask, state = to_device(batch, policy, device, intents)
-        out = policy(obs, tokens, state, chunk=None, pointer_sigma=config.pointer_sigma)
+        obs, tokens, mask, state, fed = to_device(batch, policy, device, intents)
+        out = policy(obs, tokens, state, chunk=None, pointer_sigma=config.pointer_sigma, fed=fed)
         tally.add(out, tokens, mask, pointer=True)
         if objectives is not None:
             tally.add_objectives(
@@ -460,9 +461,14 @@ def train_bc(
             bar.update(task, completed=sum(-(-start // config.batch) for start in position.starts))
             tick = time.monotonic()
             for batch, where in loader.epoch(data.train, epoch, position):
-                obs, tokens, mask, state = to_device(batch, policy, device, intents)
+                obs, tokens, mask, state, fed = to_device(batch, policy, device, intents)
                 out_ = policy(
-                    obs, tokens, state, chunk=config.chunk or None, pointer_sigma=config.pointer_sigma
+                    obs,
+                    tokens,
+                    state,
+                    chunk=config.chunk or None,
+                    pointer_sigma=config.pointer_sigma,
+                    fed=fed,
                 )
                 counted = mask.sum()
                 weight = None

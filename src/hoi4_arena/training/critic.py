@@ -105,11 +105,12 @@ def data_settings(
 
 
 def _inputs(arrays: dict[str, np.ndarray], policy: Policy, device: torch.device) -> tuple:
-    """A batch as (observation (B, T), tokens (B, T, 8, 3), region mask (B, T) float, state)."""
+    """A batch as (observation (B, T), tokens (B, T, 8, 3), region mask (B, T) float, state, the tokens
+    sent (B, T, 8, 3): what the memory is fed as each previous action)."""
     a = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
     obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"])
     state = policy.initial_state(len(a["tokens"]), device)
-    return obs, a["tokens"], a["region"].float(), PolicyState(state.hidden, a["previous"])
+    return obs, a["tokens"], a["region"].float(), PolicyState(state.hidden, a["previous"]), a["fed"]
 
 
 def _targets(
@@ -132,8 +133,8 @@ def critic_values(
     values = {s.id: np.full(s.decisions, np.nan) for s in sessions}
     refs = [WindowRef(i, span) for i, s in enumerate(sessions) for span in range(len(spans[s.id]))]
     for batch in loader.ordered(sessions, refs):
-        obs, tokens, region, state = _inputs(batch.arrays, policy, device)
-        value = policy(obs, tokens, state, chunk=None).value.cpu().numpy()
+        obs, tokens, region, state, fed = _inputs(batch.arrays, policy, device)
+        value = policy(obs, tokens, state, chunk=None, fed=fed).value.cpu().numpy()
         for row, (sid, span) in enumerate(batch.keys):
             start = spans[sid][span].start
             for t in np.flatnonzero(batch.arrays["region"][row]):
@@ -206,8 +207,8 @@ def train_critic(config: CriticConfig) -> dict[str, Any]:
             )
             total, count = 0.0, 0
             for batch, _ in loader.epoch(train_set, epoch):
-                obs, tokens, region, state = _inputs(batch.arrays, policy, device)
-                out_ = policy(obs, tokens, state, chunk=config.chunk or None)
+                obs, tokens, region, state, fed = _inputs(batch.arrays, policy, device)
+                out_ = policy(obs, tokens, state, chunk=config.chunk or None, fed=fed)
                 target = _targets(batch.keys, outcomes, tokens.shape[1], device)
                 bce = nn.functional.binary_cross_entropy_with_logits(
                     out_.value_logit, target, reduction="none"
