@@ -133,6 +133,7 @@ def points(
                         print(f"left out: {player['checkpoint']} does not descend from {start}")
                         continue
                     row.update(series=series_of(player["checkpoint"], run_dir), steps=past)
+                    row["run"] = str(run_folder(player["checkpoint"]) or "")
                     row["path"] = player["checkpoint"]
                     if past == 0:
                         row["series"] = "start"
@@ -153,6 +154,20 @@ def series_of(checkpoint: str, run_dir: Path) -> str:
         if (parent / "dagger.json").is_file():
             return f"dagger: {parent.name}"
     return "control"
+
+
+def run_folder(checkpoint: str) -> Path | None:
+    """The dagger folder (one with a dagger.json) a checkpoint lies in, or None."""
+    return next((p for p in Path(checkpoint).resolve().parents if (p / "dagger.json").is_file()), None)
+
+
+def dagger_runs(rows: list[dict[str, Any]], run: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each dagger series' iterations (its folder's progress.json): RUN's and the other runs' in `rows`."""
+    runs = {"dagger": iterations(run)[1]}
+    for row in rows:
+        if row["series"].startswith("dagger: ") and row["series"] not in runs:
+            runs[row["series"]] = iterations(Path(row["run"]))[1]
+    return runs
 
 
 def line(rows: list[dict[str, Any]], suite: str, series: str) -> list[dict[str, Any]]:
@@ -191,8 +206,9 @@ def series_styles(rows: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
     return styles
 
 
-def plot(rows: list[dict[str, Any]], done: list[dict[str, Any]], path: Path) -> Path:
-    """Per suite: win rate, setup rate and offensives against steps; then the iterations' own games."""
+def plot(rows: list[dict[str, Any]], runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
+    """Per suite: win rate, setup rate and offensives against steps; then each dagger run's own games
+    (`runs`: series name -> its iterations' summaries)."""
     from matplotlib.figure import Figure
 
     suites = [s for s in SUITES if any(r["suite"] == s for r in rows)]
@@ -225,49 +241,52 @@ def plot(rows: list[dict[str, Any]], done: list[dict[str, Any]], path: Path) -> 
             ax.set_xlabel("optimizer steps past the start")
     axes[0][0].legend(fontsize=7, loc="upper left")
     own = axes[len(suites)]
-    xs = [d["iteration"] for d in done]
-    measures = (
-        ("setup complete", lambda d: (d["record"]["setup"] / d["games"]) if d.get("games") else None),
-        ("expert's share played", lambda d: d.get("expert_share")),
-        ("acting labels carried out", lambda d: d.get("agree_acting")),
+    styles = series_styles(rows)
+
+    def setup(d: dict[str, Any]) -> float | None:
+        record, games = d.get("record") or {}, d.get("games")
+        done_setups = record.get("setup")
+        if isinstance(done_setups, dict):  # the stages reached: army, front, ..., complete
+            done_setups = done_setups.get("complete")
+        return None if not games or done_setups is None else done_setups / games
+
+    panels_own = (
+        (
+            "the iterations' own games: setup complete (dotted: the expert's share played)",
+            setup,
+            lambda d: d.get("expert_share"),
+        ),
+        ("the iterations' own games: offensives a game", lambda d: d.get("offensives_a_game"), None),
+        (
+            "acting labels carried out (dotted: held-out moves within 8 cells)",
+            lambda d: d.get("agree_acting"),
+            lambda d: (d.get("held_out_pointer") or {}).get("pointer_within_8"),
+        ),
     )
-    for k, (label, get) in enumerate(measures):
-        ys = [get(d) for d in done]
-        own[0].plot(
-            xs,
-            [float("nan") if y is None else y for y in ys],
-            marker="o",
-            label=label,
-            color=("tab:red", "tab:orange", "tab:cyan")[k],
-        )
-    own[0].set_ylim(-0.03, 1.03)
-    own[0].set_xticks(xs)
-    own[0].set_xlabel("iteration")
-    own[0].set_title("the iterations' own games (learner and expert mixed)", fontsize=10)
-    own[0].grid(alpha=0.3)
+    for series, iterations_done in runs.items():
+        colour, name = styles[series]
+        xs = [d["iteration"] for d in iterations_done]
+        for ax, (title, solid, dotted) in zip(own, panels_own, strict=True):
+            ys = [solid(d) for d in iterations_done]
+            ax.plot(xs, [float("nan") if y is None else y for y in ys], marker="o", color=colour, label=name)
+            if dotted is not None:
+                ys = [dotted(d) for d in iterations_done]
+                ax.plot(
+                    xs,
+                    [float("nan") if y is None else y for y in ys],
+                    linestyle=":",
+                    marker=".",
+                    color=colour,
+                )
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("iteration")
+            ax.grid(alpha=0.3)
+    iterations_all = sorted({d["iteration"] for done in runs.values() for d in done})
+    for k, ax in enumerate(own):
+        ax.set_xticks(iterations_all)
+        if k != 1:
+            ax.set_ylim(-0.03, 1.03)
     own[0].legend(fontsize=7)
-    offensives = [d.get("offensives_a_game") for d in done]
-    own[1].plot(xs, [float("nan") if y is None else y for y in offensives], marker="o", color="tab:red")
-    own[1].set_xticks(xs)
-    own[1].set_xlabel("iteration")
-    own[1].set_title("the iterations' own games: offensives a game", fontsize=10)
-    own[1].grid(alpha=0.3)
-    for k, (key, label) in enumerate(
-        (("pointer_exact", "exact cell"), ("pointer_within_8", "within 8 cells"))
-    ):
-        ys = [(d.get("held_out_pointer") or {}).get(key) for d in done]
-        own[2].plot(
-            xs,
-            [float("nan") if y is None else y for y in ys],
-            marker="o",
-            label=label,
-            color=("tab:gray", "tab:olive")[k],
-        )
-    own[2].set_xticks(xs)
-    own[2].set_xlabel("iteration")
-    own[2].set_title("held-out pointing after each iteration's training", fontsize=10)
-    own[2].grid(alpha=0.3)
-    own[2].legend(fontsize=7)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)
     return path
@@ -277,10 +296,9 @@ def main() -> None:
     if len(sys.argv) < 3 or not sys.argv[1].endswith(".png") or sys.argv[2] in ("-h", "--help"):
         sys.exit(__doc__)
     run = Path(sys.argv[2])
-    _, done = iterations(run)
     rows = points(run, [Path(p) for p in sys.argv[3:]])
     print(table(rows))
-    print(f"wrote {plot(rows, done, Path(sys.argv[1]))}")
+    print(f"wrote {plot(rows, dagger_runs(rows, run), Path(sys.argv[1]))}")
 
 
 if __name__ == "__main__":

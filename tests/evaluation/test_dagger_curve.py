@@ -57,7 +57,7 @@ def run(tmp_path: Path) -> Path:
         {
             "iteration": i,
             "games": 16,
-            "record": {"setup": 12 - 4 * i},
+            "record": {"setup": {"army": 16, "complete": 12 - 4 * i}},
             "expert_share": 0.5 / (i + 1),
             "agree_acting": 0.05,
             "offensives_a_game": 1.0 + i,
@@ -114,8 +114,9 @@ def test_series_steps_and_picture(run: Path, tmp_path: Path, capsys: pytest.Capt
     dagger_line = curve.line(rows, "presets", "dagger")
     assert [r["player"] for r in dagger_line] == ["start", "d0", "d1"]
     assert "| presets | dagger | 1000 |" in curve.table(rows)
-    _, done = curve.iterations(run)
-    png = curve.plot(rows, done, tmp_path / "out" / "curve.png")
+    runs = curve.dagger_runs(rows, run)
+    assert list(runs) == ["dagger", "dagger: short"] and runs["dagger: short"] == []
+    png = curve.plot(rows, runs, tmp_path / "out" / "curve.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

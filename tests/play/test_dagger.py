@@ -103,9 +103,17 @@ def test_held_out_pointer_error_from_the_val_sessions(tmp_path: Path, init: Path
     session = next((first / "iter-000" / "games").glob("dagger-i*"))
     shutil.copytree(session, demos / session.name)
     (demos / "splits.json").write_text(json.dumps({session.name: "val"}))  # the demonstrations' held-out set
-    summary = run_dagger(config(tmp_path / "second", init, iterations=1, seed=10, data=str(demos)))
+    second = tmp_path / "second"
+    summary = run_dagger(config(second, init, iterations=1, seed=10, data=str(demos), benchmark_pairs=1))
     pointer = summary["iterations"][0]["held_out_pointer"]
     assert 0 <= pointer["pointer_exact"] <= pointer["pointer_within_8"] <= 1
+    # The quick benchmark: the new checkpoint's first pair of the presets suite, and OUT/bench's
+    # leaderboard naming it (scripts/dagger_curve.py reads it).
+    bench = summary["iterations"][0]["benchmark"]
+    assert bench["games"] == 2 and bench["wins"] + bench["draws"] + bench["losses"] == 2
+    board = json.loads((second / "bench" / "leaderboard.json").read_text())
+    players = board["suites"]["presets"]["players"].values()
+    assert [p["checkpoint"] for p in players] == [summary["iterations"][0]["checkpoint"]]
 
 
 def test_each_iterations_learning_rate_starts_anew_and_decays(tmp_path: Path, init: Path) -> None:

@@ -53,7 +53,7 @@ from typing import Any
 import torch
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.evaluation.benchmark import war_means
+from hoi4_arena.evaluation.benchmark import leaderboard, war_means
 from hoi4_arena.maps.held_out import TRAIN_PRESETS, refuse_suite_maps
 from hoi4_arena.maps.model import TAGS
 from hoi4_arena.models.checkpoint import load_checkpoint
@@ -446,6 +446,9 @@ def _quick_benchmark(config: DaggerConfig, checkpoint: Path) -> dict[str, Any]:
         progress=config.progress,
     )
     play_benchmark(bench)
+    # OUT/bench's leaderboard, as the benchmark command writes it: every checkpoint played there so far
+    # (each iteration's, and a start or a control played in with the same settings: dagger_curve.py).
+    leaderboard(bench.out, bench.suites, bench.pairs, bench.settings())
     rows = read_results(bench.out / "presets" / bench.specs[0].folder / "results.jsonl")
     rows = [r for r in rows if int(r.extra.get("game", -1)) < 2 * config.benchmark_pairs]
     record = win_record(rows)
