@@ -132,10 +132,17 @@ def test_two_decodings_of_one_checkpoint_are_two_players(tmp_path: Path) -> None
     second = _run(
         str(checkpoint), str(out), *quick, "--mode", "sample", "--no-follow-through", "--temperature", "1"
     )
+    third = _run(str(checkpoint), str(out), *quick, "--max-hold", "2")
     prefix = hashlib.sha256(checkpoint.read_bytes()).hexdigest()[:12]
-    played = {**first["runs"], **second["runs"]}
-    assert set(played) == {f"river/{prefix}-point-t0.7-m8-ft", f"river/{prefix}-sample-t1-m8"}
+    played = {**first["runs"], **second["runs"], **third["runs"]}
+    assert set(played) == {
+        f"river/{prefix}-point-t0.7-m8-ft",
+        f"river/{prefix}-sample-t1-m8",
+        f"river/{prefix}-point-t0.7-m8-ft-h2",  # a decoding added later: a new player, the others kept
+    }
     assert all(run["played"] == 2 for run in played.values())
+    held = third["suites"]["river"]["players"][f"{prefix}-point-t0.7-m8-ft-h2"]
+    assert held["max_hold"] == 2
     players = second["suites"]["river"]["players"]
     assert {p["mode"] for p in players.values()} == {"point", "sample"}
     assert all(

@@ -198,3 +198,54 @@ def test_follow_through_completes_an_action_with_the_likeliest_kinds(tiny_checkp
     assert acting >= 3  # the rule was exercised
     with pytest.raises(UserError, match="--point"):
         PolicyPlayer(tiny_checkpoint, mode="sample", follow_through=True)
+
+
+def _longest_holds(decisions: list[np.ndarray]) -> dict[int, int]:
+    """Press kind -> the most decisions in a row it was held down at the start of, over `decisions`."""
+    from hoi4_arena.play.policy_player import RELEASE
+
+    held: dict[int, int] = {}
+    longest: dict[int, int] = {}
+    for tokens in decisions:
+        for down in held:
+            held[down] += 1
+            longest[down] = max(longest.get(down, 0), held[down])
+        for kind in map(int, tokens[:, 0]):
+            if kind in RELEASE:
+                held.setdefault(kind, 0)
+            for down in [d for d in held if RELEASE[d] == kind]:
+                del held[down]
+    return longest
+
+
+def test_max_hold_releases_what_the_policy_left_pressed(tiny_checkpoint: Path) -> None:
+    from hoi4_arena.play.policy_player import release_held
+    from hoi4_arena.screen.tokens import BUTTON_KINDS
+
+    down, up = BUTTON_KINDS["right", "down"], BUTTON_KINDS["right", "up"]
+    press = np.zeros((8, 3), np.int64)
+    press[0] = (down, 0, 0)
+    held: dict[int, int] = {}
+    sent = [release_held(t, held, 2) for t in [press] + [np.zeros((8, 3), np.int64)] * 3]
+    # Pressed at decision 0, held down at the start of decisions 1 and 2, released in decision 2.
+    assert [int(t[0, 0]) for t in sent] == [down, 0, up, 0] and held == {}
+    full = np.tile(np.array([[MOVE, 1, 1]]), (8, 1))
+    held = {down: 5}
+    assert int(release_held(full, held, 2)[-1, 0]) == up  # no free slot: the last one releases
+    # A tiny untrained policy presses at random and seldom releases: with --max-hold 2 nothing stays
+    # down longer than the teacher ever holds it, and the memory's previous action is what was sent.
+    layout = ViewLayout.named("cpu")
+    screens = [random_views(layout, seed) for seed in range(40)]
+
+    def play(max_hold: int) -> tuple[PolicyPlayer, list[np.ndarray]]:
+        player = PolicyPlayer(tiny_checkpoint, mode="sample", temperature=1.0, max_hold=max_hold)
+        player.reset(3)
+        return player, [player.decide(views, 5, (512, 512)) for views in screens]
+
+    _, loose = play(0)
+    assert max(_longest_holds(loose).values()) > 2
+    player, kept = play(2)
+    assert max(_longest_holds(kept).values()) <= 2
+    assert np.array_equal(player.memory.state.previous[0].numpy(), kept[-1])
+    with pytest.raises(UserError, match="--max-hold"):
+        PolicyPlayer(tiny_checkpoint, max_hold=-1)

@@ -75,6 +75,9 @@ class BenchmarkConfig:
     """A checkpoint starts its memory afresh every N decisions (0: never)."""
     follow_through: bool = True
     """A checkpoint, in point mode: an action once begun takes its likeliest kinds."""
+    max_hold: int = 0
+    """A checkpoint releases a mouse button or key held down through N decisions (0: never; a new
+    player, its folder named ...-hN)."""
     record: bool = False
     """Record every game as a session in its player's folder."""
     threads: int = 1
@@ -101,6 +104,7 @@ class BenchmarkConfig:
             ("--pairs", self.pairs, 1, SUITE_PAIRS),
             ("--max-days", self.max_days, 1, 10**6),
             ("--reset-memory", self.reset_memory, 0, 10**9),
+            ("--max-hold", self.max_hold, 0, 10**9),
             ("--threads", self.threads, 0, 1024),
             ("--ray-games", self.ray_games, 0, 10**6),
             ("--lockstep", self.lockstep, 1, 10**6),
@@ -158,6 +162,9 @@ class BenchmarkConfig:
         parts.append(f"m{self.reset_memory}")
         if self.follow_through:
             parts.append("ft")
+        if self.max_hold:  # a decoding added later: players before it keep their names
+            decoding["max_hold"] = self.max_hold
+            parts.append(f"h{self.max_hold}")
         return PlayerSpec("-".join(parts), "checkpoint", str(path), {"sha256": digest, **decoding})
 
 
@@ -204,6 +211,7 @@ def _player_config(config: BenchmarkConfig, spec: PlayerSpec, suite: str, folder
             "temperature": config.temperature,
             "reset_memory": config.reset_memory,
             "follow_through": config.follow_through,
+            "max_hold": config.max_hold,
             "threads": config.threads,
         }
     return PlayConfig(

@@ -34,6 +34,10 @@ class Decoding:
     follow_through: bool = False
     """A checkpoint, with --point: once a decision acts, its later slots take their likeliest kinds (a
     multi-token action is completed, not sampled token by token)."""
+    max_hold: int = 0
+    """A checkpoint: release a mouse button or key once it has been held through N decisions (its
+    release added to the decision's tokens; 0: never). The scripted player never holds one through more
+    than 2; a policy that pressed and never released it (a right-drag left open) stays stuck."""
 
     @property
     def decoding_mode(self) -> str:
@@ -43,7 +47,9 @@ class Decoding:
     @property
     def decoding_asked(self) -> bool:
         """Whether any decoding option differs from plain sampling (temperature aside)."""
-        return bool(self.point or self.deterministic or self.reset_memory or self.follow_through)
+        return bool(
+            self.point or self.deterministic or self.reset_memory or self.follow_through or self.max_hold
+        )
 
     def check_decoding(self, without_checkpoint: str | None = None) -> None:
         """Refuse (UserError) values no checkpoint can decode with; `without_checkpoint`: the player is
@@ -54,6 +60,8 @@ class Decoding:
             or self.reset_memory < 0
         ):
             raise UserError(f"--reset-memory must be a whole number >= 0, not {self.reset_memory!r}")
+        if isinstance(self.max_hold, bool) or not isinstance(self.max_hold, int) or self.max_hold < 0:
+            raise UserError(f"--max-hold must be a whole number >= 0, not {self.max_hold!r}")
         if why := temperature_problem(self.temperature):
             raise UserError(f"--temperature {why}")
         if without_checkpoint is not None and self.decoding_asked:

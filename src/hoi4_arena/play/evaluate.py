@@ -176,6 +176,7 @@ class EvaluateConfig(Decoding):
                 "temperature": self.temperature,
                 "reset_memory": self.reset_memory,
                 "follow_through": self.follow_through,
+                "max_hold": self.max_hold,
                 "threads": self.threads,
             }
         return PlayConfig(
@@ -211,6 +212,8 @@ class EvaluateConfig(Decoding):
                 "temperature": self.temperature,
                 "reset_memory": self.reset_memory,
                 "follow_through": self.follow_through,
+                # added later: runs before it (and without it) keep their settings
+                **({"max_hold": self.max_hold} if self.max_hold else {}),
             },
         }
 

@@ -77,7 +77,7 @@ SETTINGS = "play.json"
 SIDES = ("BLU", "RED", "alternate")
 RECORD_HZ = 5.0  # one frame per decision: the recording's frames are the decisions' anchors
 RANDOM = "random"
-ADDED_SETTINGS = {"reset_memory": 0, "follow_through": False}
+ADDED_SETTINGS = {"reset_memory": 0, "follow_through": False, "max_hold": 0}
 """Settings added after play.json files were first written, with the value the games were played with."""
 
 
@@ -247,6 +247,7 @@ def make_player(config: PlayConfig) -> tuple[TokenPolicy, dict[str, Any]]:
         name=config.name,
         reset_memory=config.reset_memory,
         follow_through=config.follow_through,
+        max_hold=config.max_hold,
     )
     try:
         player.layout.check_screen(config.size)
@@ -263,6 +264,7 @@ def make_player(config: PlayConfig) -> tuple[TokenPolicy, dict[str, Any]]:
         "temperature": config.temperature if config.mode != "deterministic" else None,
         "reset_memory": config.reset_memory,
         "follow_through": config.follow_through,
+        **({"max_hold": config.max_hold} if config.max_hold else {}),
         "layout": player.layout_version,
     }
     return player, identity

@@ -31,6 +31,12 @@ decision's later slots take their likeliest kind. Whether to act is still sample
 multi-token action (shift down, click, release, shift up) is completed instead of sampled token by
 token, where one unlucky draw leaves a key half pressed or a click half made.
 
+`max_hold` N > 0: a mouse button or key the policy pressed and has not released through N decisions is
+released: its release token goes into the decision's first free slot (the last slot when none is
+free), and the memory is told (its previous action is the tokens sent). The teacher never holds one
+through more than 2 decisions; the learned policies left the right button down (a right-drag begun and
+never ended) for a third of their decisions.
+
 A checkpoint conditioned on intents (train-bc --skills, `PolicyConfig.intents`) needs an intent each
 decision from something that chooses them: it is refused unless `intents=True`, and then the caller sets
 `player.intent` (an index of `players/intents.py`'s vocabulary) before each `decide`. It never plays
@@ -62,7 +68,7 @@ from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.head import Generators
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.tokens import NOOP_TOKEN
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, NONE, NOOP_TOKEN
 
 NOOP_KIND = NOOP_TOKEN[0]
 
@@ -150,6 +156,36 @@ class GameMemory:
     decisions: int = 0
     intent: int | None = None
     """The intent of the next decision, for a checkpoint conditioned on intents (set by the caller)."""
+    held: dict[int, int] = field(default_factory=dict)
+    """The press kinds the policy holds down (a button's or key's), with the decisions they were held
+    through (for `max_hold`)."""
+
+
+RELEASE = {kinds[name, "down"]: kinds[name, "up"] for kinds in (BUTTON_KINDS, KEY_KINDS) for name, _ in kinds}
+"""A press kind -> its release kind (mouse buttons and keys)."""
+
+
+def release_held(tokens: np.ndarray, held: dict[int, int], max_hold: int) -> np.ndarray:
+    """One decision's (8, 3) tokens with a release added for what has been held down at the start of
+    `max_hold` decisions (into the free slots, else over the last ones); `held` (press kind -> decisions
+    it was held down at the start of) then follows the tokens sent. A press at decision d is released at
+    d + max_hold at the latest."""
+    for down in held:
+        held[down] += 1
+    kinds = set(map(int, tokens[:, 0]))
+    due = [d for d, decisions in held.items() if decisions >= max_hold and RELEASE[d] not in kinds]
+    if due:
+        tokens = tokens.copy()
+        free = [int(k) for k in np.flatnonzero(tokens[:, 0] == NONE)]
+        slots = (free + [k for k in range(len(tokens) - 1, -1, -1) if k not in free])[: len(due)]
+        for slot, down in zip(sorted(slots), due, strict=True):
+            tokens[slot] = (RELEASE[down], 0, 0)
+    for kind in map(int, tokens[:, 0]):
+        if kind in RELEASE:
+            held.setdefault(kind, 0)
+        for down in [d for d in held if RELEASE[d] == kind]:
+            del held[down]
+    return tokens
 
 
 class PolicyPlayer:
@@ -165,6 +201,7 @@ class PolicyPlayer:
         reset_memory: int = 0,
         follow_through: bool = False,
         intents: bool = False,
+        max_hold: int = 0,
     ) -> None:
         if mode not in MODES:
             raise UserError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -193,6 +230,9 @@ class PolicyPlayer:
         self.temperature = float(temperature)
         self.reset_memory = reset_memory
         self.follow_through = bool(follow_through)
+        if isinstance(max_hold, bool) or not isinstance(max_hold, int) or max_hold < 0:
+            raise UserError(f"--max-hold must be a whole number >= 0, not {max_hold!r}")
+        self.max_hold = max_hold
         self.name = name or checkpoint_name(self.path)
         self.memory = self.new_game(0)
         """The game `decide` plays (`reset` starts another)."""
@@ -214,6 +254,7 @@ class PolicyPlayer:
             "temperature": self.temperature,
             "reset_memory": self.reset_memory,
             "follow_through": self.follow_through,
+            **({"max_hold": self.max_hold} if self.max_hold else {}),
             "encoder": self.config.encoder,
             "layout": self.checkpoint.layout,
             "provenance": self.checkpoint.provenance,
@@ -314,9 +355,16 @@ class PolicyPlayer:
                 generator=generators,
                 follow_through=self.follow_through,
             )
+        out = tokens.numpy().astype(np.int64)
         for i, game in enumerate(games):
-            game.state = PolicyState(after.hidden[i : i + 1], after.previous[i : i + 1])
-        return tokens.numpy().astype(np.int64)
+            previous = after.previous[i : i + 1]
+            if self.max_hold:
+                sent = release_held(out[i], game.held, self.max_hold)
+                if not np.array_equal(sent, out[i]):  # the memory is told what was sent
+                    out[i] = sent
+                    previous = torch.from_numpy(sent[None].copy()).to(previous.device)
+            game.state = PolicyState(after.hidden[i : i + 1], previous)
+        return out
 
 
 def _stack(observations: list[Observation]) -> Observation:

@@ -313,6 +313,7 @@ def load_policy(config: RungGamesConfig) -> tuple[Any, dict[str, Any]]:
             temperature=config.temperature,
             reset_memory=config.reset_memory,
             follow_through=config.follow_through,
+            max_hold=config.max_hold,
         )
     except UserError:
         raise

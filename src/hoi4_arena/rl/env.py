@@ -406,6 +406,7 @@ class SimEnv(gymnasium.Env):
                 temperature=decoding.temperature,
                 reset_memory=decoding.reset_memory,
                 follow_through=decoding.follow_through,
+                max_hold=decoding.max_hold,
             )
             if player.layout.name != config.layout:
                 raise UserError(
