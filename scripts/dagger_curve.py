@@ -191,7 +191,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 SERIES = {
-    "dagger": ("tab:red", "DAgger (quick benchmark after each iteration)"),
+    "dagger": ("tab:red", "DAgger: RUN"),
     "control": ("tab:blue", "control: the start trained as long on the demonstrations"),
 }
 MORE_RUNS = ("tab:orange", "tab:pink", "tab:olive", "tab:cyan")
@@ -252,13 +252,13 @@ def plot(rows: list[dict[str, Any]], runs: dict[str, list[dict[str, Any]]], path
 
     panels_own = (
         (
-            "the iterations' own games: setup complete (dotted: the expert's share played)",
+            "own games: setup complete (dotted: expert's share)",
             setup,
             lambda d: d.get("expert_share"),
         ),
-        ("the iterations' own games: offensives a game", lambda d: d.get("offensives_a_game"), None),
+        ("own games: offensives a game", lambda d: d.get("offensives_a_game"), None),
         (
-            "acting labels carried out (dotted: held-out moves within 8 cells)",
+            "acting labels carried out (dotted: held-out within 8)",
             lambda d: d.get("agree_acting"),
             lambda d: (d.get("held_out_pointer") or {}).get("pointer_within_8"),
         ),
