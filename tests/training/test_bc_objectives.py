@@ -142,8 +142,8 @@ def _fit(data: Path, tmp_path: Path, steps: int, **on) -> tuple[list[float], Pol
     history = []
     for step in range(steps):
         batch = batches[step % len(batches)]
-        obs, tokens, mask, state = to_device(batch, policy, torch.device("cpu"))
-        losses = objectives.losses(policy(obs, tokens, state, chunk=None), batch, mask, seed=step)
+        obs, tokens, mask, state, fed = to_device(batch, policy, torch.device("cpu"))
+        losses = objectives.losses(policy(obs, tokens, state, chunk=None, fed=fed), batch, mask, seed=step)
         ((name, (loss, count)),) = losses.items()
         assert count > 0, f"{name} scored no decision of batch {step % len(batches)}"
         optimizer.zero_grad()

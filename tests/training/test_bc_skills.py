@@ -69,7 +69,7 @@ def test_a_tiny_skills_run_trains_saves_and_round_trips(recorded_games: Path, tm
     with WindowLoader(settings, 0) as loader:
         batch, _ = next(iter(loader.epoch(data.train, 0, DataPosition(0, (0,)))))
     policy = checkpoint.policy.eval()
-    obs, tokens, _, state = to_device(batch, policy, torch.device("cpu"), intents)
+    obs, tokens, _, state, _ = to_device(batch, policy, torch.device("cpu"), intents)
     with torch.no_grad():
         given = policy(obs, tokens, state).logp
         obs.intent = (obs.intent + 1) % len(INTENTS)
