@@ -32,8 +32,8 @@ multi-token action (shift down, click, release, shift up) is completed instead o
 token, where one unlucky draw leaves a key half pressed or a click half made.
 
 `max_hold` N > 0: a mouse button or key the policy pressed and has not released through N decisions is
-released: its release token goes into the decision's first free slot (the last slot when none is
-free), and the memory is told (its previous action is the tokens sent). The teacher never holds one
+released: its release token goes into the decision's first free slot (over the last slots when none
+is free), and the memory is told (its previous action is the tokens sent). The teacher never holds one
 through more than 2 decisions; the learned policies left the right button down (a right-drag begun and
 never ended) for a third of their decisions.
 
@@ -157,8 +157,8 @@ class GameMemory:
     intent: int | None = None
     """The intent of the next decision, for a checkpoint conditioned on intents (set by the caller)."""
     held: dict[int, int] = field(default_factory=dict)
-    """The press kinds the policy holds down (a button's or key's), with the decisions they were held
-    through (for `max_hold`)."""
+    """The press kinds the policy holds down (a button's or key's), with how many decisions each was held
+    down at the start of (for `max_hold`)."""
 
 
 RELEASE = {kinds[name, "down"]: kinds[name, "up"] for kinds in (BUTTON_KINDS, KEY_KINDS) for name, _ in kinds}
