@@ -47,6 +47,8 @@ class MarkerGame:
     """decisions with an 'a' key press and release."""
     bursts: list[int] = field(default_factory=list)
     """decisions with more than eight inputs."""
+    holds: list[int] = field(default_factory=list)
+    """decisions that press key 'a' and hold it down: the decision after releases it."""
     look_first: bool = False
     """Whether each click comes one decision after the move onto the marker."""
     decisions: int = 0
@@ -88,12 +90,14 @@ def write_marker_session(
     session_id: str = "",
     keys: int = 0,
     bursts: int = 0,
+    holds: int = 0,
     look_first: bool = False,
     codec: str = "ffv1",
     close: bool = True,
     views: tuple[str, ...] = (),
 ) -> MarkerGame:
-    """Write one marker-game session; `keys` and `bursts` add that many of each extra; `views` names the
+    """Write one marker-game session; `keys` and `bursts` add that many of each extra, `holds` that many
+    presses of key A held down into the next decision (`MarkerGame.holds`); `views` names the
     layouts whose views are stored beside the video (as a recorder stores them)."""
     rng = np.random.default_rng(seed)
     height, width = SIZE
@@ -112,6 +116,11 @@ def write_marker_session(
     chosen = rng.permutation(idle)[: keys + bursts].tolist()
     game.keys = sorted(chosen[:keys])
     game.bursts = sorted(chosen[keys:])
+    taken = set(chosen)
+    for d in idle:
+        if len(game.holds) < holds and not {d, d + 1} & taken and d + 1 in idle:
+            game.holds.append(d)
+            taken |= {d, d + 1}
     marker_on = {c + k: game.clicks[c] for c in game.clicks for k in range(stay)}
 
     events: list[InputEvent] = []
@@ -134,6 +143,10 @@ def write_marker_session(
                 InputEvent(t0 + 10 * MS, "key_down", *pointer, key=VK_A, source=source),
                 InputEvent(t0 + 40 * MS, "key_up", *pointer, key=VK_A, source=source),
             ]
+        elif d in game.holds:
+            events.append(InputEvent(t0 + 120 * MS, "key_down", *pointer, key=VK_A, source=source))
+        elif d - 1 in game.holds:
+            events.append(InputEvent(t0 + 50 * MS, "key_up", *pointer, key=VK_A, source=source))
         elif d in game.bursts:
             # Five clicks where the pointer is: ten tokens, more than the eight slots hold.
             for i in range(10):

@@ -17,7 +17,7 @@ from hoi4_arena.data.decode import (
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.lattice import to_lattice
 from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE, PRESSES
 from hoi4_arena.screen.views import compute_views_torch
 from hoi4_arena.sessions.reader import SessionReader
 
@@ -129,3 +129,33 @@ def test_expert_labels_are_the_targets_and_the_inputs_sent_are_fed(make_marker) 
         assert np.array_equal(window.tokens[: len(fed)], labels[span.start : span.start + len(fed)])
         before = sent[span.start - 1] if span.start else np.zeros((8, 3), np.int64)
         assert np.array_equal(window.previous, before)
+
+
+def test_what_is_held_down_follows_the_inputs_sent_across_decisions_and_windows(make_marker) -> None:
+    """Each decision's `held` is what the session's inputs hold down when it begins: key A from the
+    decision after its press to the decision that releases it; on an expert-labelled game, what was
+    sent (the labels press key A every decision, which the game never saw); the windows carry it."""
+    from hoi4_arena.data.windows import cut_windows, plan_spans
+    from hoi4_arena.sessions.labels import write_labels
+
+    game = make_marker("s", frames=60, keys=2, holds=3)
+    assert len(game.holds) == 3
+    a = PRESSES.index(KEY_KINDS[VK_A, "down"])
+    samples = list(decode_session(game.folder, DecodeSettings("cpu")))
+    held_at = sorted(s.index for s in samples if s.held.any())
+    assert held_at == [d + 1 for d in game.holds]  # a press and release inside one decision holds nothing
+    assert all(samples[d + 1].held[a] and samples[d + 1].held.sum() == 1 for d in game.holds)
+
+    labels = np.zeros((game.decisions, 8, 3), np.int64)
+    labels[:, 0] = (KEY_KINDS[VK_A, "down"], 0, 0)
+    frames = [d.frame_index for d in SessionReader(game.folder).decisions(images=False, arena=False)]
+    write_labels(game.folder, frames, labels, np.zeros((game.decisions, 8)), None, {}, source="expert")
+    labelled = list(decode_session(game.folder, DecodeSettings("cpu", expert_sessions=("s",))))
+    assert [s.held.tolist() for s in labelled] == [s.held.tolist() for s in samples]
+
+    spans = plan_spans(game.decisions, 4, lead_in=2)
+    for span, (_, window) in zip(spans, cut_windows(iter(samples), spans, "s"), strict=True):
+        real = min(span.end, game.decisions) - span.start
+        expected = np.stack([samples[d].held for d in range(span.start, span.start + real)])
+        assert window.held.dtype == bool and np.array_equal(window.held[:real], expected)
+        assert not window.held[real:].any()  # padding holds nothing

@@ -31,6 +31,7 @@ def window(seed: int, length: int = 6, clip: int = 1) -> dict[str, np.ndarray]:
         "burst": rng.random(length) < 0.5,
         "pressed_after_move": rng.random(length) < 0.5,
         "previous": rng.integers(0, 98, (8, 3)),
+        "held": rng.random((length, 47)) < 0.1,
     }
 
 

@@ -11,6 +11,7 @@ import torch
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy
 from hoi4_arena.screen.layout import ViewLayout
+from hoi4_arena.screen.tokens import BUTTON_KINDS, PRESSES
 from hoi4_arena.screen.views import compute_views
 
 # A narrow Qwen3 tower of the real family: the same code path as qwen3_vit_88m_enc, built in milliseconds.
@@ -248,7 +249,7 @@ def test_the_cells_maximum_reaches_the_memory_only_with_mean_max(tiny_config, ma
     bumped = type(seen)(seen.summary, seen.cells.clone(), seen.fovea)
     bumped.cells[0, 0] += 100.0
     previous = torch.zeros(1, policy.space.slots, 3, dtype=torch.long)
-    pointer = policy._pointer_vec(obs.pointer)
+    pointer = policy._pointer_vec(obs)
     a = policy._memory_inputs(seen, previous, obs.speed, pointer)
     b = policy._memory_inputs(bumped, previous, obs.speed, pointer)
     d = tiny_config.summary_dim
@@ -292,3 +293,61 @@ def test_a_tiny_policy_overfits_one_window(tiny_config, make_obs, make_tokens):
     assert kind_accuracy == 1.0
     assert pointer_accuracy == 1.0
     assert first_loss > 50 and -out.logp.mean().item() < 1.0
+
+
+def _held_batch(config: PolicyConfig, make_obs, rows: int) -> tuple[Observation, torch.Tensor]:
+    """`rows` one-decision windows of one screen; every other row holds the right button down, and its
+    target releases it (the rest do nothing): only the held inputs tell them apart."""
+    one = make_obs(config, 1, 1, seed=4)
+    obs = one.map(lambda v: v.expand(rows, *v.shape[1:]).clone())
+    held = torch.zeros(rows, 1, len(PRESSES), dtype=torch.bool)
+    right = PRESSES.index(BUTTON_KINDS["right", "down"])
+    held[::2, 0, right] = True
+    tokens = torch.zeros(rows, 1, 8, 3, dtype=torch.long)
+    tokens[::2, 0, 0, 0] = BUTTON_KINDS["right", "up"]
+    return dataclasses.replace(obs, held=held), tokens
+
+
+def test_held_inputs_tell_a_release_from_doing_nothing_on_one_screen(tiny_config, make_obs):
+    """A policy given its held inputs draws every other weight as one without them, and learns from them
+    what the screen cannot show: whether the button it would release is down (by step 20 on seeds 0-4;
+    started at zero it had not by step 150)."""
+    config = with_(tiny_config, width=8, hidden=48, head_dim=48, cell_dim=24, position_dim=16)
+    plain, seeing = build(config), build(with_(config, held_inputs=1))
+    assert seeing.state_dict().keys() - plain.state_dict().keys() == {"held_embedding.weight"}
+    assert all(torch.equal(w, seeing.state_dict()[k]) for k, w in plain.state_dict().items())
+    obs, tokens = _held_batch(config, make_obs, 8)
+
+    def trained(policy: Policy, held: bool) -> torch.Tensor:
+        given = obs if held else dataclasses.replace(obs, held=None)
+        optimizer = torch.optim.Adam(policy.parameters(), lr=6e-3)
+        for _ in range(40):
+            loss = -policy(given, tokens, chunk=None).logp.mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            return policy(given, tokens).scores.kind_pred[:, 0, 0] == tokens[:, 0, 0, 0]
+
+    assert trained(seeing, True).all()
+    assert trained(plain, False).float().mean() == 0.5  # one screen: one answer for both halves
+    with torch.no_grad():  # the reference path reads them the same way
+        naive = seeing.forward_naive(obs, tokens)
+        torch.testing.assert_close(seeing(obs, tokens).logp, naive.logp, atol=1e-4, rtol=1e-5)
+
+
+def test_held_inputs_are_required_exactly_when_the_policy_sees_them(tiny_config, make_obs, make_tokens):
+    seeing = build(with_(tiny_config, held_inputs=1))
+    obs, tokens = make_obs(tiny_config, 1, 2), make_tokens(1, 2)
+    with pytest.raises(ValueError, match="held inputs"):
+        seeing(obs, tokens)
+    with pytest.raises(ValueError, match="held inputs"):
+        seeing(dataclasses.replace(obs, held=torch.zeros(1, 2, 3, dtype=torch.bool)), tokens)
+    with pytest.raises(ValueError, match="no held inputs"):
+        build(tiny_config)(
+            dataclasses.replace(obs, held=torch.zeros(1, 2, len(PRESSES), dtype=torch.bool)), tokens
+        )
+    with pytest.raises(ValueError, match="held_inputs must be 0 or 1"):
+        with_(tiny_config, held_inputs=2)
+    assert "held_inputs" not in tiny_config.to_dict()  # configs without it save as before
+    assert PolicyConfig.from_dict(with_(tiny_config, held_inputs=1).to_dict()).held_inputs == 1

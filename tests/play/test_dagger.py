@@ -131,6 +131,22 @@ def test_each_iterations_learning_rate_starts_anew_and_decays(tmp_path: Path, in
     assert STORED_BEFORE["lr_decay"] is False and STORED_BEFORE["beta_segment"] == 1
 
 
+def test_held_inputs_give_the_learner_what_its_inputs_hold(tmp_path: Path, init: Path) -> None:
+    """--held-inputs: the first iteration's training adds them to a start without them; the second
+    iteration's learner plays with them (shown, each decision, what the inputs sent hold down)."""
+    assert (
+        bc_settings(config(tmp_path / "o", init, held_inputs=True), 0, init, tmp_path, tmp_path).policy[
+            "held_inputs"
+        ]
+        == 1
+    )
+    summary = run_dagger(config(tmp_path / "held", init, held_inputs=True))
+    for iteration in summary["iterations"]:
+        assert load_checkpoint(Path(iteration["checkpoint"])).config.held_inputs == 1
+    assert summary["iterations"][1]["record"]["valid"] == 2  # played by a policy that sees what it holds
+    assert STORED_BEFORE["held_inputs"] is False
+
+
 def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
     with pytest.raises(UserError, match="even"):
         config(tmp_path / "o", init, games=3)

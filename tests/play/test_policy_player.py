@@ -249,3 +249,38 @@ def test_max_hold_releases_what_the_policy_left_pressed(tiny_checkpoint: Path) -
     assert np.array_equal(player.memory.state.previous[0].numpy(), kept[-1])
     with pytest.raises(UserError, match="--max-hold"):
         PolicyPlayer(tiny_checkpoint, max_hold=-1)
+
+
+def test_a_policy_that_sees_what_it_holds_is_shown_what_its_inputs_hold(make_checkpoint) -> None:
+    """A checkpoint with held inputs is shown, each decision, what the tokens sent so far hold down (the
+    rule training follows, `held_after`); where DAgger's expert played instead, its tokens count."""
+    from hoi4_arena.screen.tokens import KEY_KINDS, PRESSES, held_after
+
+    layout = ViewLayout.named("cpu")
+    screens = [random_views(layout, seed) for seed in range(30)]
+    player = PolicyPlayer(make_checkpoint(held_inputs=1), mode="sample", temperature=1.0)
+    player.reset(3)
+    shown: list[np.ndarray] = []
+    act = player.policy.act
+
+    def spy(obs, state, **settings):
+        shown.append(obs.held[0].numpy().copy())
+        return act(obs, state, **settings)
+
+    player.policy.act = spy
+    held, expected = np.zeros(len(PRESSES), bool), []
+    for views in screens:
+        expected.append(held)
+        held = held_after(held, player.decide(views, 5, (512, 512)))
+    assert sum(h.any() for h in expected) > 3  # an untrained policy presses at random
+    assert np.array_equal(np.stack(shown), np.stack(expected))
+    # The expert's tokens replace the learner's: what is held follows them from the decision's start.
+    player.decide(screens[0], 5, (512, 512))
+    instead = np.zeros((8, 3), np.int64)
+    instead[0] = (KEY_KINDS[0x41, "down"], 0, 0)
+    player.played(instead)
+    player.decide(screens[1], 5, (512, 512))
+    assert np.array_equal(shown[-1], held_after(held, instead))
+    # A checkpoint without them is given none.
+    plain = PolicyPlayer(make_checkpoint("plain"))
+    assert plain.observation(screens[0], 5, (512, 512)).held is None

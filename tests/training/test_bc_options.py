@@ -124,6 +124,16 @@ def test_init_starts_from_a_checkpoint_of_the_same_architecture(marker_data: Pat
         initial_weights(str(start), other)
     with pytest.raises(UserError, match="no such checkpoint"):
         initial_weights(str(tmp_path / "missing.pt"), other)
+    # A run that sees its held inputs may start from a policy that did not: everything else is the start's,
+    # the held inputs' weights the run's own; it trains on them (the windows carry them); not the reverse.
+    held_policy = {**TINY, "held_inputs": 1}
+    seeing = config(marker_data, tmp_path / "z", policy=held_policy).policy_config
+    assert set(initial_weights(str(start), seeing)) == set(saved)
+    train_bc(config(marker_data, tmp_path / "held", init=str(start), max_steps=2, policy=held_policy))
+    held = load_checkpoint(tmp_path / "held" / "last.pt")
+    assert held.config.held_inputs == 1 and "held_embedding.weight" in held.policy.state_dict()
+    with pytest.raises(UserError, match="another architecture: held_inputs 1"):
+        initial_weights(str(tmp_path / "held" / "last.pt"), config(marker_data, tmp_path / "w").policy_config)
 
 
 def test_the_learning_rate_decays_along_a_cosine(marker_data: Path, tmp_path: Path) -> None:

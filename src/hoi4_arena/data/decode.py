@@ -41,7 +41,7 @@ import numpy as np
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import KEY_CODES, KEY_NAMES
 from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE, NONE
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE, NONE, PRESSES, held_after
 from hoi4_arena.screen.views import compute_views
 from hoi4_arena.sessions import stored_views
 from hoi4_arena.sessions.labels import read_labels
@@ -104,6 +104,9 @@ class DecisionSample:
     executed: np.ndarray | None = None
     """(8, 3) int64: the tokens the session itself sent, where `tokens` are an expert's labels (a DAgger
     game: the learner's or the expert's inputs, whichever played); None where they are `tokens`."""
+    held: np.ndarray | None = None
+    """bool (len(PRESSES),): the buttons and keys held down when the decision began, followed from the
+    session's first decision through what each decision sent (`fed`); None outside `decode_session`."""
 
     @property
     def fed(self) -> np.ndarray:
@@ -189,13 +192,16 @@ def decode_session(
         if why is not None:
             _warn_once(reader.path, f"{why}; decoding its video instead")
     done = 0  # decisions given so far
+    held = np.zeros(len(PRESSES), bool)  # what the session holds down when the next decision begins
     if stored is not None:
         with stored:
             try:
                 for decision in reader.decisions(images=False, arena=False):
                     wanted = need is None or (decision.index < len(need) and need[decision.index])
                     views = stored.views_at(decision.frame_index) if wanted else None
-                    yield _sample(reader, decision, views, settings, need, labelled, executed)
+                    sample = _sample(reader, decision, views, settings, need, labelled, executed, held)
+                    held = held_after(held, sample.fed)
+                    yield sample
                     done = decision.index + 1
                 return
             except stored_views.StoredViewsError as error:
@@ -206,7 +212,9 @@ def decode_session(
         views = None
         if need is None or (decision.index < len(need) and need[decision.index]):
             views = compute_views(decision.image, decision.pointer_px, layout)
-        yield _sample(reader, decision, views, settings, need, labelled, executed)
+        sample = _sample(reader, decision, views, settings, need, labelled, executed, held)
+        held = held_after(held, sample.fed)
+        yield sample
 
 
 _warned: set[tuple[str, str]] = set()
@@ -227,6 +235,7 @@ def _sample(
     need: np.ndarray | None,
     labelled: tuple[np.ndarray, np.ndarray] | None = None,
     executed: bool = False,
+    held: np.ndarray | None = None,
 ) -> DecisionSample:
     index = decision.index
     if need is not None and index >= len(need):
@@ -251,6 +260,7 @@ def _sample(
         focus=decision.focus,
         policy_inputs=policy_inputs,
         executed=drop_key_tokens(decision.tokens, settings.drop_keys) if executed else None,
+        held=held,
         trainable=not decision.burst
         and decision.focus
         and not policy_inputs

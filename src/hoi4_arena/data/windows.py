@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hoi4_arena.data.decode import DecisionSample
+from hoi4_arena.screen.tokens import PRESSES
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ class Window:
     previous: np.ndarray
     """int64 (8, 3): the tokens the decision before `start` sent (its `fed`; no-ops at the session's
     start)."""
+    held: np.ndarray
+    """bool (L, len(PRESSES)): the buttons and keys held down when each decision began
+    (`DecisionSample.held`; nothing for padding)."""
 
     ARRAYS = (
         "global_view",
@@ -122,6 +126,7 @@ class Window:
         "burst",
         "pressed_after_move",
         "previous",
+        "held",
     )
 
     @property
@@ -171,6 +176,9 @@ def _stack_window(
         burst=np.array([s is not None and s.burst for s in rows]),
         pressed_after_move=np.array([s is not None and s.pressed_after_move for s in rows]),
         previous=previous,
+        held=np.stack(
+            [np.zeros(len(PRESSES), bool) if s is None or s.held is None else s.held for s in rows]
+        ),
     )
 
 

@@ -34,7 +34,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import Observation
 from hoi4_arena.screen.lattice import LATTICE, to_pixel
-from hoi4_arena.screen.tokens import MOVE
+from hoi4_arena.screen.tokens import MOVE, PRESSES, held_after
 from hoi4_arena.screen.views import compute_views
 from hoi4_arena.sessions.reader import SessionReader
 
@@ -153,6 +153,7 @@ def heatmap(
 
     clip: deque[np.ndarray] = deque(maxlen=config.sizes.clip)
     state = None
+    held = np.zeros(len(PRESSES), bool)  # the buttons and keys the session holds down (held_inputs policies)
     next_point = 0
     moves = 0
     images = []
@@ -164,7 +165,9 @@ def heatmap(
                 clip.append(views["global"])
             clip.append(views["global"])
             views = {**views, "global": np.stack(clip)}
-        obs = Observation.from_views(views, decision.game_speed, decision.pointer).to(device)
+        seen_held = held if config.held_inputs else None
+        obs = Observation.from_views(views, decision.game_speed, decision.pointer, held=seen_held).to(device)
+        held = held_after(held, decision.tokens)
         tokens = torch.tensor(decision.tokens, device=device)[None]
         has_move = bool((decision.tokens[:, 0] == MOVE).any())
         moves += has_move

@@ -168,6 +168,10 @@ class PolicyConfig:
     intents: int = 0
     """Size of the intent vocabulary the policy is conditioned on (train-bc --skills: players/intents.py);
     0, the default, is no intent input, and such a config saves exactly as it did before the field."""
+    held_inputs: int = 0
+    """1: the memory sees, at each decision, which buttons and keys the policy's inputs hold down
+    (`screen.tokens.held_after`); a window's memory starts fresh, so without it a button pressed in an
+    earlier window is invisible. 0, the default, saves exactly as before the field."""
     seed: int = 0
     """Seed of the weight initialisation."""
 
@@ -212,6 +216,8 @@ class PolicyConfig:
             raise ValueError(f"speeds must be >= 1, got {self.speeds}")
         if isinstance(self.intents, bool) or not isinstance(self.intents, int) or self.intents < 0:
             raise ValueError(f"intents must be an integer >= 0 (0: no intent input), got {self.intents!r}")
+        if self.held_inputs not in (0, 1) or isinstance(self.held_inputs, bool):
+            raise ValueError(f"held_inputs must be 0 or 1, got {self.held_inputs!r}")
         if self.cell_pool not in CELL_POOLS:
             raise ValueError(f"cell_pool must be one of {', '.join(CELL_POOLS)}, got {self.cell_pool!r}")
 
@@ -243,6 +249,8 @@ class PolicyConfig:
         data = asdict(self)
         if not self.intents:  # the checkpoints and run folders of policies without intents stay as they were
             del data["intents"]
+        if not self.held_inputs:  # nor do those that do not see their held inputs
+            del data["held_inputs"]
         return data
 
     @classmethod

@@ -3,12 +3,14 @@
 One decision's inputs are its views (uint8, straight from `screen.views.compute_views`), the game
 speed (1..5) and the pointer's lattice position when the decision began, and, for a policy conditioned on
 intents (`PolicyConfig.intents` > 0, train-bc --skills), the scripted player's intent it is to carry out
-(`players/intents.py`): an embedding of it joins the memory's input. The pieces:
+(`players/intents.py`): an embedding of it joins the memory's input; for a policy with
+`PolicyConfig.held_inputs`, the buttons and keys its inputs hold down when the decision began (a press in
+an earlier window is otherwise invisible to a memory that starts fresh each window). The pieces:
 
     encoder (summary) ─┐
     detail reader ─────┼─> cell map (cells x cells features) ─┐
       (quadrants, fovea)                                       ├─> memory (GRU, attention over cells)
-    previous action, speed, pointer (intent) ─────────────────┘        │
+    previous action (+ held inputs), speed, pointer (intent) ─┘        │
                                               action head (kind, cell, column, row; 8 slots) <─┘
                                               value head (win probability)
 
@@ -43,6 +45,7 @@ from hoi4_arena.models.head import ActionHead, Generators, HeadScores
 from hoi4_arena.models.memory import Memory
 from hoi4_arena.models.token_embedding import LatticeEmbedding, TokenEmbedding
 from hoi4_arena.models.value import ValueHead
+from hoi4_arena.screen.tokens import PRESSES
 
 # Widths of the small embeddings that join the memory's input.
 POINTER_DIM = 32
@@ -69,10 +72,18 @@ class Observation:
     """long (..., 2) pointer lattice (x, y) when the decision began."""
     intent: torch.Tensor | None = None
     """long (...) the intent index (players/intents.py) for a policy conditioned on intents, else None."""
+    held: torch.Tensor | None = None
+    """bool (..., len(PRESSES)) the buttons and keys held down when the decision began
+    (`screen.tokens.held_after`) for a policy with `PolicyConfig.held_inputs`, else None."""
 
     @classmethod
     def from_views(
-        cls, views: dict[str, Any], speed: int, pointer: tuple[int, int], intent: int | None = None
+        cls,
+        views: dict[str, Any],
+        speed: int,
+        pointer: tuple[int, int],
+        intent: int | None = None,
+        held: np.ndarray | None = None,
     ) -> Observation:
         """One decision (batch 1) from a `compute_views` dict ('global', 'quadrants', 'fovea')."""
         missing = [k for k in ("global", "quadrants", "fovea") if k not in views]
@@ -85,12 +96,14 @@ class Observation:
             speed=torch.tensor([int(speed)]),
             pointer=torch.tensor([[int(pointer[0]), int(pointer[1])]]),
             intent=None if intent is None else torch.tensor([int(intent)]),
+            held=None if held is None else torch.as_tensor(np.asarray(held, bool))[None],
         )
 
     def map(self, fn: Any) -> Observation:
         return Observation(
             *(fn(v) for v in (self.global_view, self.quadrants, self.fovea, self.speed, self.pointer)),
             intent=None if self.intent is None else fn(self.intent),
+            held=None if self.held is None else fn(self.held),
         )
 
     def to(self, device: torch.device | str) -> Observation:
@@ -247,6 +260,14 @@ class Policy(nn.Module):
             self.value = ValueHead(config.hidden, VALUE_WIDTH)
             # Made last, and only when asked for: a policy without intents draws the same weights as before.
             self.intent_embedding = nn.Embedding(config.intents, INTENT_DIM) if config.intents else None
+            # Added to the pointer's vector (the memory's and the head's input), one row per input held,
+            # drawn as an embedding's, N(0, 1): started at zero, or added to the previous action's vector
+            # instead, the policy did not learn in 40 steps what they alone tell apart on one screen
+            # (tests/models/test_policy.py); this way it did by step 20 on five seeds.
+            self.held_embedding = None
+            if config.held_inputs:
+                self.held_embedding = nn.Linear(len(PRESSES), POINTER_DIM, bias=False)
+                nn.init.normal_(self.held_embedding.weight)
         if load_weights and config.weights is not None:
             self.encoder.load_weights(config.weights)
 
@@ -294,6 +315,17 @@ class Policy(nn.Module):
                 raise ValueError(f"intents must be 0..{self.config.intents - 1}")
         elif obs.intent is not None:
             raise ValueError("this policy takes no intent (PolicyConfig.intents is 0)")
+        if self.config.held_inputs:
+            held = obs.held
+            if held is None or held.dtype != torch.bool or tuple(held.shape) != (*lead, len(PRESSES)):
+                got = "none" if held is None else f"{held.dtype} {tuple(held.shape)}"
+                raise ValueError(
+                    f"this policy sees the buttons and keys it holds (PolicyConfig.held_inputs): give each "
+                    f"decision its held inputs, bool {(*lead, len(PRESSES))} (screen.tokens.held_after), "
+                    f"got {got}"
+                )
+        elif obs.held is not None:
+            raise ValueError("this policy takes no held inputs (PolicyConfig.held_inputs is 0)")
         lattice = self.space.lattice
         if obs.pointer.numel() and (int(obs.pointer.min()) < 0 or int(obs.pointer.max()) >= lattice):
             raise ValueError(f"the pointer must lie on the lattice 0..{lattice - 1}")
@@ -373,8 +405,13 @@ class Policy(nn.Module):
             dim=-1,
         )
 
-    def _pointer_vec(self, pointer: torch.Tensor) -> torch.Tensor:
-        return self.pointer_embedding(pointer[..., 0], pointer[..., 1])
+    def _pointer_vec(self, obs: Observation) -> torch.Tensor:
+        """The pointer's vector (..., POINTER_DIM), which the memory and the action head both read; with
+        held inputs, their embedding is added to it (what is held down acts where the pointer is)."""
+        vec = self.pointer_embedding(obs.pointer[..., 0], obs.pointer[..., 1])
+        if self.held_embedding is not None:
+            vec = vec + self.held_embedding(obs.held.to(vec.dtype))
+        return vec
 
     # --- training ---
 
@@ -403,7 +440,7 @@ class Policy(nn.Module):
         state = state or self.initial_state(b, tokens.device)
         seen = self.see(obs.flatten(2), chunk).unflatten((b, t))
         previous = torch.cat([state.previous[:, None], fed[:, :-1]], dim=1)
-        pointer_vec = self._pointer_vec(obs.pointer)
+        pointer_vec = self._pointer_vec(obs)
         hidden = self.memory.run(
             self._memory_inputs(seen, previous, obs.speed, pointer_vec, obs.intent), seen.cells, state.hidden
         )
@@ -446,7 +483,7 @@ class Policy(nn.Module):
             for j in range(t):
                 one = obs.select(i, j)
                 seen = self.see(one)
-                pointer_vec = self._pointer_vec(one.pointer)
+                pointer_vec = self._pointer_vec(one)
                 h = self.memory.step(
                     self._memory_inputs(seen, previous, one.speed, pointer_vec, one.intent), seen.cells, h
                 )
@@ -477,7 +514,7 @@ class Policy(nn.Module):
         """One decision per row: perception, the memory step, and the head's context."""
         self._check(obs, (state.hidden.shape[0],))
         seen = self.see(obs)
-        pointer_vec = self._pointer_vec(obs.pointer)
+        pointer_vec = self._pointer_vec(obs)
         h = self.memory.step(
             self._memory_inputs(seen, state.previous, obs.speed, pointer_vec, obs.intent),
             seen.cells,

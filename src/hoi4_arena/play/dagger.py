@@ -86,7 +86,7 @@ AI_STRENGTH = 0.5
 MAP_SEEDS = 1000
 """Training maps have map seeds below this (the benchmark's start here)."""
 EXPERTS = ("scripted", "search")
-STORED_BEFORE = {"expert": "scripted", "beta_segment": 1, "lr": 0.0, "lr_decay": False}
+STORED_BEFORE = {"expert": "scripted", "beta_segment": 1, "lr": 0.0, "lr_decay": False, "held_inputs": False}
 """Settings a run stored before they existed had these values (its runs resume)."""
 
 
@@ -138,6 +138,10 @@ class DaggerConfig(SearchOptions):
     default is the quickstart's demonstrations' (its policies learned that hand)."""
     press_delay_s: tuple[float, float] = (0.05, 0.1)
     """The expert's rest between arriving on a target and pressing, seconds (low, high)."""
+    held_inputs: bool = False
+    """The learner sees the buttons and keys its inputs hold down when each decision begins
+    (`PolicyConfig.held_inputs`): the labels on its games are mostly releases of what it left held. An
+    --init policy without them gains them (the weights of what is held start from train-bc's seed)."""
     benchmark_pairs: int = 0
     """After each iteration, play the first N pairs of the benchmark's presets suite (0: none)."""
     workers: int = 0
@@ -397,8 +401,10 @@ def bc_settings(config: DaggerConfig, iteration: int, learner: Path, data: Path,
             f"--init {config.init} was trained with --skills: DAgger's learner chooses its own steps"
         )
     sources = tuple(dict.fromkeys((*base.sources, "expert")))
+    policy = {**base.policy, "held_inputs": 1} if config.held_inputs else base.policy
     return dataclasses.replace(
         base,
+        policy=policy,
         data=str(data),
         out=str(out),
         init=str(learner),

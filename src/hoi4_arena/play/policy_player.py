@@ -68,7 +68,7 @@ from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.head import Generators
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, NONE, NOOP_TOKEN
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, NONE, NOOP_TOKEN, held_vector
 
 NOOP_KIND = NOOP_TOKEN[0]
 
@@ -157,8 +157,10 @@ class GameMemory:
     intent: int | None = None
     """The intent of the next decision, for a checkpoint conditioned on intents (set by the caller)."""
     held: dict[int, int] = field(default_factory=dict)
-    """The press kinds the policy holds down (a button's or key's), with how many decisions each was held
-    down at the start of (for `max_hold`)."""
+    """The press kinds the game's inputs hold down (a button's or key's), with how many decisions each was
+    held down at the start of (for `max_hold`); a checkpoint with `held_inputs` sees them."""
+    held_before: dict[int, int] = field(default_factory=dict)
+    """`held` when the last decision began (`PolicyPlayer.played` follows another's tokens from there)."""
 
 
 RELEASE = {kinds[name, "down"]: kinds[name, "up"] for kinds in (BUTTON_KINDS, KEY_KINDS) for name, _ in kinds}
@@ -180,12 +182,19 @@ def release_held(tokens: np.ndarray, held: dict[int, int], max_hold: int) -> np.
         slots = (free + [k for k in range(len(tokens) - 1, -1, -1) if k not in free])[: len(due)]
         for slot, down in zip(sorted(slots), due, strict=True):
             tokens[slot] = (RELEASE[down], 0, 0)
+    follow_held(tokens, held)
+    return tokens
+
+
+def follow_held(tokens: np.ndarray, held: dict[int, int]) -> None:
+    """`held` (press kind -> decisions held) after the (8, 3) `tokens` were sent, in slot order: a press
+    holds (its count kept when already held), a release lets go. `screen.tokens.held_after` follows the
+    same rule on a vector, as training does."""
     for kind in map(int, tokens[:, 0]):
         if kind in RELEASE:
             held.setdefault(kind, 0)
         for down in [d for d in held if RELEASE[d] == kind]:
             del held[down]
-    return tokens
 
 
 class PolicyPlayer:
@@ -289,7 +298,10 @@ class PolicyPlayer:
             else:
                 memory.clip.append(views["global"])
             views = {**views, "global": np.stack(memory.clip)}
-        return Observation.from_views(views, speed, pointer, memory.intent if self.config.intents else None)
+        held = held_vector(memory.held) if self.config.held_inputs else None
+        return Observation.from_views(
+            views, speed, pointer, memory.intent if self.config.intents else None, held
+        )
 
     def decide(self, views: dict[str, np.ndarray] | None, speed: int, pointer: tuple[int, int]) -> np.ndarray:
         """One decision's (8, 3) int64 tokens from the capture's views, the game speed and the lattice pointer."""
@@ -305,6 +317,9 @@ class PolicyPlayer:
         if state is not None:
             previous = torch.tensor(np.array(tokens, np.int64)[None], device=state.previous.device)
             self.memory.state = PolicyState(state.hidden, previous)
+        # What is held follows the tokens sent: the decision's start, then these tokens.
+        self.memory.held = {down: decisions + 1 for down, decisions in self.memory.held_before.items()}
+        follow_held(np.asarray(tokens, np.int64), self.memory.held)
 
     def decide_games(
         self,
@@ -358,11 +373,16 @@ class PolicyPlayer:
         out = tokens.numpy().astype(np.int64)
         for i, game in enumerate(games):
             previous = after.previous[i : i + 1]
+            game.held_before = dict(game.held)
             if self.max_hold:
                 sent = release_held(out[i], game.held, self.max_hold)
                 if not np.array_equal(sent, out[i]):  # the memory is told what was sent
                     out[i] = sent
                     previous = torch.from_numpy(sent[None].copy()).to(previous.device)
+            else:
+                for down in game.held:
+                    game.held[down] += 1
+                follow_held(out[i], game.held)
             game.state = PolicyState(after.hidden[i : i + 1], previous)
         return out
 
@@ -371,9 +391,11 @@ def _stack(observations: list[Observation]) -> Observation:
     """Observations of one decision each as one batch."""
     fields = ("global_view", "quadrants", "fovea", "speed", "pointer")
     intents = [o.intent for o in observations]
+    held = [o.held for o in observations]
     return Observation(
         *(torch.cat([getattr(o, name) for o in observations]) for name in fields),
         intent=None if intents[0] is None else torch.cat(intents),
+        held=None if held[0] is None else torch.cat(held),
     )
 
 

@@ -166,6 +166,11 @@ def _start_policy(config: PPOConfig) -> tuple[Policy, dict[str, Any]]:
         raise UserError(
             f"train-ppo does not yet play clip encoders ({policy.config.encoder}): start from a cnn policy"
         )
+    if policy.config.held_inputs:
+        raise UserError(
+            "train-ppo does not yet give a policy the buttons and keys it holds (held_inputs): start from a "
+            "policy trained without --policy held_inputs=1"
+        )
     try:
         ViewLayout.named(policy.config.layout).check_screen(config.size)
     except ValueError as error:

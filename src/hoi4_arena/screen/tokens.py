@@ -70,6 +70,14 @@ assert NUM_KINDS == 98 and len(set(KIND_NAMES)) == NUM_KINDS
 KIND_IDS: dict[str, int] = {name: i for i, name in enumerate(KIND_NAMES)}
 
 NOOP_TOKEN = (NONE, 0, 0)
+PRESSES: tuple[int, ...] = (
+    *(BUTTON_KINDS[button, "down"] for button in BUTTONS),
+    *(KEY_KINDS[key, "down"] for key in MATCH_KEYS),
+)
+"""The kinds that press a button or key down (3 buttons, then the 44 keys): the entries of a held-inputs
+vector (`held_after`), which a policy with `PolicyConfig.held_inputs` sees."""
+_PRESS_INDEX = {kind: i for i, kind in enumerate(PRESSES)}
+_RELEASE_INDEX = {kind + 1: i for i, kind in enumerate(PRESSES)}  # every release kind is its press + 1
 _BUTTON_OF_KIND = {kind: pair for pair, kind in BUTTON_KINDS.items()}
 _KEY_OF_KIND = {kind: pair for pair, kind in KEY_KINDS.items()}
 
@@ -115,6 +123,25 @@ def kind_of(event: InputEvent) -> int | None:
     if event.kind == "wheel":
         return WHEEL_UP if event.delta > 0 else WHEEL_DOWN
     return KEY_KINDS.get((event.key, event.kind.removeprefix("key_")))
+
+
+def held_after(held: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """What is held down after one decision's (8, 3) `tokens` were sent, from `held` (bool,
+    len(PRESSES)) before it: a press holds its button or key, a release lets it go, in slot order."""
+    after = np.array(held, dtype=bool, copy=True)
+    for kind in np.asarray(tokens)[:, 0].tolist():
+        if kind in _PRESS_INDEX:
+            after[_PRESS_INDEX[kind]] = True
+        elif kind in _RELEASE_INDEX:
+            after[_RELEASE_INDEX[kind]] = False
+    return after
+
+
+def held_vector(kinds: Iterable[int]) -> np.ndarray:
+    """bool (len(PRESSES),): the held-inputs vector of the press kinds `kinds` held down."""
+    vector = np.zeros(len(PRESSES), bool)
+    vector[[_PRESS_INDEX[int(k)] for k in kinds]] = True
+    return vector
 
 
 def _check_slots(slots: np.ndarray) -> np.ndarray:

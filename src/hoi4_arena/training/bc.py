@@ -97,10 +97,12 @@ def to_device(
 ) -> tuple[Observation, torch.Tensor, torch.Tensor, PolicyState, torch.Tensor]:
     """A batch as the policy's inputs: observation (B, T), tokens (B, T, 8, 3), loss mask (B, T), state,
     and the tokens sent (B, T, 8, 3: the policy's `fed`, the targets except on expert-labelled games);
-    with `intents` (a `training.skills.SessionIntents`) each decision's intent joins the observation."""
+    with `intents` (a `training.skills.SessionIntents`) each decision's intent joins the observation, and
+    for a policy with `held_inputs` the buttons and keys held down when each decision began."""
     a = {k: torch.from_numpy(v).to(device) for k, v in batch.arrays.items()}
     intent = None if intents is None else torch.from_numpy(intents.for_batch(batch)).to(device)
-    obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"], intent)
+    held = a["held"] if policy.config.held_inputs else None
+    obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"], intent, held)
     state = policy.initial_state(len(batch), device)
     state = PolicyState(state.hidden, a["previous"])
     return obs, a["tokens"], a["loss_mask"].float(), state, a["fed"]
@@ -271,13 +273,16 @@ def decayed_lr(lr: float, fraction: float) -> float:
 
 def initial_weights(path: str, policy_config: Any) -> dict[str, torch.Tensor]:
     """The weights of checkpoint `path` for a run that starts from them (`--init`): its architecture must be
-    this run's (the layout, encoder and every width), else UserError naming what differs."""
+    this run's (the layout, encoder and every width), else UserError naming what differs. One difference
+    is allowed: a run with `held_inputs` may start from a policy without them; the weights returned then
+    lack the held inputs' (`Policy.held_embedding`), which keep the run's own seeded start."""
     if not Path(path).is_file():
         raise UserError(f"--init {path}: no such checkpoint file")
     checkpoint = load_checkpoint(path)
     ours, theirs = policy_config.to_dict(), checkpoint.config.to_dict()
     differ = sorted(k for k in ours.keys() | theirs.keys() if k != "seed" and ours.get(k) != theirs.get(k))
-    if differ:
+    added = differ == ["held_inputs"] and "held_inputs" not in theirs
+    if differ and not added:
         listed = ", ".join(f"{k} {theirs.get(k)!r} (this run: {ours.get(k)!r})" for k in differ)
         raise UserError(f"--init {path} is another architecture: {listed}")
     return checkpoint.policy.state_dict()
@@ -374,7 +379,7 @@ def train_bc(
     if saved is not None:
         policy.load_state_dict(saved.policy.state_dict())
     elif config.init is not None:
-        policy.load_state_dict(initial_weights(config.init, policy_config))
+        policy.load_state_dict({**policy.state_dict(), **initial_weights(config.init, policy_config)})
     policy.train()
     # Training-only heads (--auxiliary, --objective xm): None when off; saved in progress.pt alone.
     objectives = build_objectives(config, policy_config, data.train + data.val, data.train, settings)

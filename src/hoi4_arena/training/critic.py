@@ -108,7 +108,8 @@ def _inputs(arrays: dict[str, np.ndarray], policy: Policy, device: torch.device)
     """A batch as (observation (B, T), tokens (B, T, 8, 3), region mask (B, T) float, state, the tokens
     sent (B, T, 8, 3): what the memory is fed as each previous action)."""
     a = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
-    obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"])
+    held = a["held"] if policy.config.held_inputs else None
+    obs = Observation(a["global_view"], a["quadrants"], a["fovea"], a["speed"], a["pointer"], held=held)
     state = policy.initial_state(len(a["tokens"]), device)
     return obs, a["tokens"], a["region"].float(), PolicyState(state.hidden, a["previous"]), a["fed"]
 
