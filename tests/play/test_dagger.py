@@ -19,6 +19,7 @@ from hoi4_arena.play.dagger import STORED_BEFORE, DaggerConfig, bc_settings, run
 from hoi4_arena.results import open_run
 from hoi4_arena.sessions.labels import read_labels
 from hoi4_arena.sessions.reader import SessionReader
+from project_scripts import load_script
 from tiny import TINY
 
 
@@ -145,6 +146,11 @@ def test_held_inputs_give_the_learner_what_its_inputs_hold(tmp_path: Path, init:
         assert load_checkpoint(Path(iteration["checkpoint"])).config.held_inputs == 1
     assert summary["iterations"][1]["record"]["valid"] == 2  # played by a policy that sees what it holds
     assert STORED_BEFORE["held_inputs"] is False
+    # scripts/held_share.py counts, per iteration, the learner's decisions that began holding something.
+    rows = load_script("held_share").iteration_rows(tmp_path / "held")
+    assert [r["iteration"] for r in rows] == ["iter-000", "iter-001"] and all(r["games"] == 2 for r in rows)
+    for row in rows:
+        assert 0 < row["learner_decisions"] and 0 <= row["holding"] <= 1 and 0 <= row["labels_release"] <= 1
 
 
 def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:

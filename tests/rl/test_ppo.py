@@ -120,6 +120,8 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path: Path, tiny: d
         train_ppo(_config(out, {}, init=str(full)))
     with pytest.raises(UserError, match="clip encoders"):
         train_ppo(_config(out, {}, init=str(make_checkpoint("clip", encoder="cnn_clip"))))
+    with pytest.raises(UserError, match="held_inputs"):
+        train_ppo(_config(out, {}, init=str(make_checkpoint("held", held_inputs=1))))
     with pytest.raises(UserError, match="--bc-kl"):
         _config(out, tiny, bc_kl=0.1)
     with pytest.raises(UserError, match="nothing to resume"):

@@ -1,0 +1,91 @@
+"""What the learner leaves held down in a DAgger run's games, iteration by iteration (docs/dagger.md).
+
+For every game of each iteration (`OUT/iter-NNN/games/dagger-*`), over the decisions the learner played
+(the expert's labels beside the session say which: `labels-expert.jsonl`'s `expert` false): the share
+that began with a mouse button or key held down (followed from the session's first decision through the
+inputs it sent, `screen.tokens.held_after`, as training and play follow them), the longest run of such
+decisions, and the share of those decisions whose label releases something held. A learner that sees
+what it holds (`dagger --held-inputs`) should leave less held down than one that does not.
+
+Try: .venv/bin/python scripts/held_share.py runs/dag-held/run runs/dag-m0/fixed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hoi4_arena.screen.tokens import PRESSES, held_after
+from hoi4_arena.sessions.labels import read_labels
+from hoi4_arena.sessions.reader import SessionReader
+
+RELEASES = np.array(PRESSES) + 1  # every release kind is its press + 1
+
+
+def game_counts(folder: Path) -> dict[str, int]:
+    """One game's learner-played decisions, those that began holding something, the longest such run,
+    and the held ones whose label releases what is held."""
+    lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
+    labels = read_labels(folder, "expert").tokens
+    held = np.zeros(len(PRESSES), bool)
+    learner = holding = releases = run = longest = 0
+    for decision in SessionReader(folder).decisions(images=False, arena=False):
+        if not lines[decision.index]["expert"]:
+            learner += 1
+            if held.any():
+                holding += 1
+                run += 1
+                longest = max(longest, run)
+                released = {int(k) for k in labels[decision.index][:, 0]} & set(RELEASES[held].tolist())
+                releases += bool(released)
+            else:
+                run = 0
+        held = held_after(held, decision.tokens)
+    return {"learner": learner, "holding": holding, "longest": longest, "releases": releases}
+
+
+def iteration_rows(run: Path) -> list[dict[str, float | int | str]]:
+    rows = []
+    for games in sorted(run.glob("iter-*/games")):
+        counts = [game_counts(folder) for folder in sorted(games.glob("dagger-*")) if folder.is_dir()]
+        if not counts:
+            continue
+        learner = sum(c["learner"] for c in counts)
+        holding = sum(c["holding"] for c in counts)
+        rows.append(
+            {
+                "iteration": games.parent.name,
+                "games": len(counts),
+                "learner_decisions": learner,
+                "holding": round(holding / learner, 4) if learner else 0.0,
+                "longest": max(c["longest"] for c in counts),
+                "labels_release": round(sum(c["releases"] for c in counts) / holding, 4) if holding else 0.0,
+            }
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="hoi4-arena dagger run folders")
+    args = parser.parse_args(argv)
+    for run in args.runs:
+        if not run.is_dir():
+            print(f"error: {run}: no such folder", file=sys.stderr)
+            return 2
+        print(f"{run}:")
+        for row in iteration_rows(run):
+            print(
+                f"  {row['iteration']}: {row['games']} games, {row['learner_decisions']} learner decisions, "
+                f"{row['holding']:.1%} began holding something (longest {row['longest']} in a row), "
+                f"{row['labels_release']:.1%} of those labelled with a release"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
