@@ -11,11 +11,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 
 from marker_game import VK_A, write_marker_session  # noqa: E402
-from project_scripts import load_script  # noqa: E402
 
 from hoi4_arena.screen.tokens import KEY_KINDS  # noqa: E402
 from hoi4_arena.sessions.labels import write_labels  # noqa: E402
 from hoi4_arena.sessions.reader import SessionReader  # noqa: E402
+from project_scripts import load_script  # noqa: E402
 
 
 def test_held_decisions_their_longest_run_and_release_labels_are_counted(tmp_path: Path) -> None:

@@ -150,7 +150,7 @@ def test_held_inputs_give_the_learner_what_its_inputs_hold(tmp_path: Path, init:
     rows = load_script("held_share").iteration_rows(tmp_path / "held")
     assert [r["iteration"] for r in rows] == ["iter-000", "iter-001"] and all(r["games"] == 2 for r in rows)
     for row in rows:
-        assert 0 < row["learner_decisions"] and 0 <= row["holding"] <= 1 and 0 <= row["labels_release"] <= 1
+        assert row["learner_decisions"] > 0 and 0 <= row["holding"] <= 1 and 0 <= row["labels_release"] <= 1
 
 
 def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
