@@ -362,6 +362,57 @@ def test_evaluate_head_to_head_plays_a_checkpoint_against_random_in_one_world(
     assert json.loads((tmp_path / "h2h" / "evaluate.json").read_text())["head_to_head"]["a_score"] is not None
 
 
+def test_head_to_head_decodes_a_checkpoint_as_evaluate_is_told(
+    tmp_path: Path, tiny_checkpoint: Path, monkeypatch
+) -> None:
+    """--reset-memory, --follow-through and --max-hold reach the checkpoint's player in the pair's world
+    (they did not before 2026-12-06); the pair config names them only when asked for."""
+    from hoi4_arena.play import policy_player
+    from hoi4_arena.play.evaluate import EvaluateConfig, run_evaluate
+
+    made: list[policy_player.PolicyPlayer] = []
+    original = policy_player.PolicyPlayer.__init__
+
+    def spy(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(policy_player.PolicyPlayer, "__init__", spy)
+    common = dict(a=str(tiny_checkpoint), b="random", pairs=1, size=SIZE, max_days=2, record=False)
+    common.update(head_to_head=True, progress=False, point=True)
+    run_evaluate(
+        EvaluateConfig(out=tmp_path / "h", reset_memory=4, follow_through=True, max_hold=2, **common)
+    )
+    assert {(p.mode, p.reset_memory, p.follow_through, p.max_hold) for p in made} == {("point", 4, True, 2)}
+    entry = json.loads((tmp_path / "h" / "head-to-head.json").read_text())["players"][0]
+    assert (entry["reset_memory"], entry["follow_through"], entry["max_hold"]) == (4, True, 2)
+    made.clear()
+    run_evaluate(EvaluateConfig(out=tmp_path / "plain", **common))
+    assert {(p.reset_memory, p.follow_through, p.max_hold) for p in made} == {(0, False, 0)}
+    entry = json.loads((tmp_path / "plain" / "head-to-head.json").read_text())["players"][0]
+    assert not {"reset_memory", "follow_through", "max_hold"} & entry.keys()
+    with pytest.raises(UserError, match="max_hold must be a whole number"):
+        PairConfig.load(
+            pair_config(
+                tmp_path,
+                players=[
+                    {"player": str(tiny_checkpoint), "side": "BLU", "max_hold": -1},
+                    {"player": "random", "side": "RED"},
+                ],
+            )
+        )
+    with pytest.raises(UserError, match="decoding are for a checkpoint"):
+        PairConfig.load(
+            pair_config(
+                tmp_path,
+                players=[
+                    {"player": "random", "side": "BLU", "max_hold": 2},
+                    {"player": "scripted", "side": "RED"},
+                ],
+            )
+        )
+
+
 def test_a_game_held_paused_is_kept_invalid_and_fails_the_run(tmp_path: Path, monkeypatch) -> None:
     from hoi4_arena.play import pair
 

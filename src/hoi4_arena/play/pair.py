@@ -183,7 +183,14 @@ class _Players:
                 from hoi4_arena.play.policy_player import PolicyPlayer
 
                 mode = "deterministic" if config.deterministic else player.mode
-                policy = PolicyPlayer(out / identity["frozen"], mode=mode, temperature=player.temperature)
+                policy = PolicyPlayer(
+                    out / identity["frozen"],
+                    mode=mode,
+                    temperature=player.temperature,
+                    reset_memory=player.reset_memory,
+                    follow_through=player.follow_through and mode == "point",
+                    max_hold=player.max_hold,
+                )
                 policy.name = player.label
                 try:
                     policy.layout.check_screen(config.size)
@@ -477,6 +484,11 @@ def _quantile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
+DECODING_ADDED = {"reset_memory": 0, "follow_through": False, "max_hold": 0}
+"""A checkpoint player's decoding settings added after collect-pair stored its first runs, with the values
+those runs played with."""
+
+
 def _stored(out: Path, settings: dict[str, Any]) -> list[dict[str, Any]] | None:
     path = out / SETTINGS
     if not path.is_file():
@@ -499,6 +511,11 @@ def _stored(out: Path, settings: dict[str, Any]) -> list[dict[str, Any]] | None:
         for key in ("side", "name", "mode", "temperature", "ai_strength"):
             if a.get(key) != b.get(key):
                 changed.append(f"players[{i}].{key}: {a.get(key)!r} there, {b.get(key)!r} now")
+        for key, default in DECODING_ADDED.items():  # settings stored before them had their defaults
+            if a.get(key, default) != b.get(key, default):
+                changed.append(
+                    f"players[{i}].{key}: {a.get(key, default)!r} there, {b.get(key, default)!r} now"
+                )
         if (a["player"] in KINDS[1:]) != (b["player"] in KINDS[1:]) or (
             a["player"] in KINDS[1:] and a["player"] != b["player"]
         ):
@@ -1034,6 +1051,13 @@ def _play_pair(
         entry: dict[str, Any] = {"player": player, "side": side, "name": name}
         if player not in KINDS[1:]:
             entry.update(mode=mode, temperature=config.temperature)
+            # Written only when asked for: the pair configs of runs before these options stay the same.
+            asked = {
+                "reset_memory": config.reset_memory,
+                "follow_through": config.follow_through,
+                "max_hold": config.max_hold,
+            }
+            entry.update({k: v for k, v in asked.items() if v})
         players.append(entry)
     data = {
         "pair_id": "evaluate",

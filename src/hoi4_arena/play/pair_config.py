@@ -59,6 +59,12 @@ class PairPlayer:
     """A checkpoint's decoding: sample, point or deterministic (the config's `deterministic` forces it)."""
     temperature: float = TEMPERATURE
     """A checkpoint's sampling temperature."""
+    reset_memory: int = 0
+    """A checkpoint: its memory starts afresh every N decisions (0: never; `PolicyPlayer`'s)."""
+    follow_through: bool = False
+    """A checkpoint in point mode: a decision that acts completes its action with the likeliest kinds."""
+    max_hold: int = 0
+    """A checkpoint: a button or key held down through N decisions is released (0: never)."""
     sha256: str | None = None
     """The checkpoint's expected sha256: a file with other bytes is refused."""
     ai_strength: float = 0.5
@@ -77,8 +83,14 @@ class PairPlayer:
             raise UserError(f"player {self.player}: temperature {why}")
         if not isinstance(self.ai_strength, int | float) or not 0 <= self.ai_strength <= 1:
             raise UserError(f"player {self.player}: ai_strength must lie in 0..1, not {self.ai_strength!r}")
-        if self.kind != "checkpoint" and (self.sha256 is not None or self.mode != "sample"):
-            raise UserError(f"player {self.player}: sha256 and mode are for a checkpoint")
+        for what, value in (("reset_memory", self.reset_memory), ("max_hold", self.max_hold)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UserError(f"player {self.player}: {what} must be a whole number >= 0, not {value!r}")
+        if self.follow_through and self.mode != "point":
+            raise UserError(f"player {self.player}: follow_through completes the actions of mode point")
+        decoding = self.mode != "sample" or self.reset_memory or self.follow_through or self.max_hold
+        if self.kind != "checkpoint" and (self.sha256 is not None or decoding):
+            raise UserError(f"player {self.player}: sha256, mode and the decoding are for a checkpoint")
         if self.kind == "checkpoint" and not Path(self.player).is_file():
             raise UserError(
                 f"unknown player {self.player!r}: not a checkpoint file, nor random, scripted or ai"
