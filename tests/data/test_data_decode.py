@@ -159,3 +159,25 @@ def test_what_is_held_down_follows_the_inputs_sent_across_decisions_and_windows(
         expected = np.stack([samples[d].held for d in range(span.start, span.start + real)])
         assert window.held.dtype == bool and np.array_equal(window.held[:real], expected)
         assert not window.held[real:].any()  # padding holds nothing
+
+
+def test_expert_played_only_scores_the_decisions_the_expert_played(make_marker) -> None:
+    """dagger --labels played: of a labelled game only the decisions whose label was played carry loss;
+    the others are still decoded (their inputs feed the memory)."""
+    from hoi4_arena.sessions.labels import read_labels, write_labels
+
+    game = make_marker("s", frames=40)
+    decisions = list(SessionReader(game.folder).decisions(images=False, arena=False))
+    n = len(decisions)
+    played = [d.index % 3 == 0 for d in decisions]
+    labels = np.stack([d.tokens for d in decisions])
+    frames = [d.frame_index for d in decisions]
+    extra = [{"expert": p} for p in played]
+    write_labels(game.folder, frames, labels, np.zeros((n, 8)), None, {}, source="expert", extra=extra)
+    assert read_labels(game.folder, "expert").played.tolist() == played
+    every = list(decode_session(game.folder, DecodeSettings("cpu", expert_sessions=("s",))))
+    only = list(
+        decode_session(game.folder, DecodeSettings("cpu", expert_sessions=("s",), expert_played_only=True))
+    )
+    assert all(s.trainable for s in every) and len(only) == n
+    assert [s.trainable for s in only] == played

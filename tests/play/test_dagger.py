@@ -145,7 +145,11 @@ def test_held_inputs_give_the_learner_what_its_inputs_hold(tmp_path: Path, init:
     for iteration in summary["iterations"]:
         assert load_checkpoint(Path(iteration["checkpoint"])).config.held_inputs == 1
     assert summary["iterations"][1]["record"]["valid"] == 2  # played by a policy that sees what it holds
-    assert STORED_BEFORE["held_inputs"] is False
+    assert STORED_BEFORE["held_inputs"] is False and STORED_BEFORE["labels"] == "all"
+    played = bc_settings(config(tmp_path / "p", init, labels="played"), 0, init, tmp_path, tmp_path)
+    assert played.expert_labels == "played"
+    with pytest.raises(UserError, match="--labels must be all or played"):
+        config(tmp_path / "q", init, labels="some")
     # scripts/held_share.py counts, per iteration, the learner's decisions that began holding something.
     rows = load_script("held_share").iteration_rows(tmp_path / "held")
     assert [r["iteration"] for r in rows] == ["iter-000", "iter-001"] and all(r["games"] == 2 for r in rows)

@@ -180,3 +180,17 @@ def test_the_learning_rate_decays_over_steps_and_two_runs_give_the_same_weights(
     assert other["weights_sha256"] != first["weights_sha256"]
     with pytest.raises(UserError, match="not both"):
         config(marker_data, tmp_path / "bad", lr_decay_steps=6, lr_decay_minutes=1.0)
+
+
+def test_expert_labels_choose_which_labelled_decisions_the_decoder_scores(
+    marker_data: Path, tmp_path: Path
+) -> None:
+    from hoi4_arena.data.sources import find_sessions
+    from hoi4_arena.training.bc import data_settings
+
+    for value, only in (("all", False), ("played", True)):
+        cfg = config(marker_data, tmp_path / value, expert_labels=value)
+        data = find_sessions(cfg.data, cfg.sources, cfg.layout)
+        assert data_settings(cfg, data, cfg.policy_config).decode.expert_played_only is only
+    with pytest.raises(UserError, match="expert_labels must be all or played"):
+        config(marker_data, tmp_path / "bad", expert_labels="mine")

@@ -71,6 +71,10 @@ class DecodeSettings:
     expert_sessions: tuple[str, ...] = ()
     """Ids of the sessions whose tokens are the scripted player's labels (labels-expert.json), not their
     inputs (`hoi4-arena dagger`)."""
+    expert_played_only: bool = False
+    """In those sessions only the decisions the expert played carry loss (their labels are what was
+    played); the learner's decisions feed the memory and are not scored (`hoi4-arena dagger --labels
+    played`)."""
 
     def __post_init__(self) -> None:
         unknown = [hex(k) for k in self.drop_keys if k not in KEY_NAMES]
@@ -174,7 +178,10 @@ def decode_session(
     if reader.manifest.id in settings.expert_sessions:
         executed = True
         labels = read_labels(reader.path, "expert")
-        labelled = (labels.tokens, labels.keep())
+        keep = labels.keep()
+        if settings.expert_played_only and labels.played is not None:
+            keep = keep & labels.played
+        labelled = (labels.tokens, keep)
     elif reader.manifest.id in settings.idm_sessions:
         labels = read_labels(reader.path)
         labelled = (labels.tokens, labels.keep(settings.idm_min_logp))

@@ -86,7 +86,14 @@ AI_STRENGTH = 0.5
 MAP_SEEDS = 1000
 """Training maps have map seeds below this (the benchmark's start here)."""
 EXPERTS = ("scripted", "search")
-STORED_BEFORE = {"expert": "scripted", "beta_segment": 1, "lr": 0.0, "lr_decay": False, "held_inputs": False}
+STORED_BEFORE = {
+    "expert": "scripted",
+    "beta_segment": 1,
+    "lr": 0.0,
+    "lr_decay": False,
+    "held_inputs": False,
+    "labels": "all",
+}
 """Settings a run stored before they existed had these values (its runs resume)."""
 
 
@@ -138,6 +145,10 @@ class DaggerConfig(SearchOptions):
     default is the quickstart's demonstrations' (its policies learned that hand)."""
     press_delay_s: tuple[float, float] = (0.05, 0.1)
     """The expert's rest between arriving on a target and pressing, seconds (low, high)."""
+    labels: str = "all"
+    """Which decisions of the games train: all (the expert's label of every screen, the learner's
+    included: DAgger) or played (only the decisions the expert played, from the states the learner led
+    to; the learner's own feed the memory unscored: intervention data, as HG-DAgger keeps)."""
     held_inputs: bool = False
     """The learner sees the buttons and keys its inputs hold down when each decision begins
     (`PolicyConfig.held_inputs`): the labels on its games are mostly releases of what it left held. An
@@ -169,6 +180,8 @@ class DaggerConfig(SearchOptions):
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
         if self.expert not in EXPERTS:
             raise UserError(f"--expert must be {' or '.join(EXPERTS)}, not {self.expert!r}")
+        if self.labels not in ("all", "played"):
+            raise UserError(f"--labels must be all or played, not {self.labels!r}")
         # DAgger's games are the simulator's headless local games: the search can read their world.
         self.check_search(self.expert == "search", SPEED, "use it with --expert search")
         if self.games % 2:
@@ -405,6 +418,7 @@ def bc_settings(config: DaggerConfig, iteration: int, learner: Path, data: Path,
     return dataclasses.replace(
         base,
         policy=policy,
+        expert_labels=config.labels,
         data=str(data),
         out=str(out),
         init=str(learner),

@@ -48,6 +48,8 @@ class Labels:
     dropped: np.ndarray
     frames: np.ndarray
     index: dict[str, Any]
+    played: np.ndarray | None = None
+    """(n,) bool: the expert's labels that were played (their lines' `expert`); None for other sources."""
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -148,6 +150,7 @@ def read_labels(folder: str | Path, source: str = "idm") -> Labels:
     logp = np.zeros((len(lines), 8), np.float32)
     dropped = np.zeros(len(lines), bool)
     frames = np.zeros(len(lines), np.int64)
+    played = np.zeros(len(lines), bool)
     for k, text in enumerate(lines):
         try:
             line = json.loads(text)
@@ -157,9 +160,10 @@ def read_labels(folder: str | Path, source: str = "idm") -> Labels:
             logp[k] = line["logp"]
             dropped[k] = bool(line["dropped"])
             frames[k] = line["frame"]
+            played[k] = line.get("expert") is True
         except (ValueError, KeyError, TypeError) as error:
             raise UserError(f"{lines_path}: line {k + 1}: {error}") from None
-    return Labels(tokens, logp, dropped, frames, index)
+    return Labels(tokens, logp, dropped, frames, index, played if source == "expert" else None)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,9 @@ class BCConfig:
     sources: tuple[str, ...] = ("human", "scripted")
     """Manifest sources used as demonstrations: human, scripted, ai, policy; idm: sessions an IDM labelled;
     expert: sessions the scripted player labelled (hoi4-arena dagger)."""
+    expert_labels: str = "all"
+    """--sources expert: which decisions of a labelled game carry loss: all (the expert's label of every
+    screen) or played (only those the expert played; the learner's feed the memory unscored)."""
     drop_keys: tuple[int, ...] = ()
     """Virtual-key codes whose tokens are removed from the demonstrations (e.g. 0x20)."""
     rung: str | None = None
@@ -224,6 +227,8 @@ class BCConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise UserError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.expert_labels not in ("all", "played"):
+            raise UserError(f"expert_labels must be all or played, not {self.expert_labels!r}")
         if self.idm_min_logp is not None and not (
             math.isfinite(self.idm_min_logp) and self.idm_min_logp <= 0
         ):
