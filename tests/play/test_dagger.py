@@ -155,6 +155,11 @@ def test_held_inputs_give_the_learner_what_its_inputs_hold(tmp_path: Path, init:
     assert [r["iteration"] for r in rows] == ["iter-000", "iter-001"] and all(r["games"] == 2 for r in rows)
     for row in rows:
         assert row["learner_decisions"] > 0 and 0 <= row["holding"] <= 1 and 0 <= row["labels_release"] <= 1
+    # scripts/release_probability.py scores the labels' releases with the policy that sees what it holds.
+    logps = load_script("release_probability").release_logps(
+        summary["iterations"][0]["checkpoint"], tmp_path / "held" / "iter-001" / "games", 2
+    )
+    assert all(v <= 0 for v in logps)
 
 
 def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
