@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from hoi4_arena.screen.tokens import PRESSES, held_after
-from hoi4_arena.sessions.labels import read_labels
+from hoi4_arena.sessions.labels import has_labels, read_labels
 from hoi4_arena.sessions.reader import SessionReader
 
 RELEASES = np.array(PRESSES) + 1  # every release kind is its press + 1
@@ -51,7 +51,9 @@ def game_counts(folder: Path) -> dict[str, int]:
 def iteration_rows(run: Path) -> list[dict[str, float | int | str]]:
     rows = []
     for games in sorted(run.glob("iter-*/games")):
-        counts = [game_counts(folder) for folder in sorted(games.glob("dagger-*")) if folder.is_dir()]
+        folders = [f for f in sorted(games.glob("dagger-*")) if f.is_dir()]
+        # A game still being played (or cut short) has no labels yet: left out, and counted.
+        counts = [game_counts(folder) for folder in folders if has_labels(folder, "expert")]
         if not counts:
             continue
         learner = sum(c["learner"] for c in counts)
@@ -60,6 +62,7 @@ def iteration_rows(run: Path) -> list[dict[str, float | int | str]]:
             {
                 "iteration": games.parent.name,
                 "games": len(counts),
+                "unlabelled": len(folders) - len(counts),
                 "learner_decisions": learner,
                 "holding": round(holding / learner, 4) if learner else 0.0,
                 "longest": max(c["longest"] for c in counts),
@@ -80,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{run}:")
         for row in iteration_rows(run):
             print(
-                f"  {row['iteration']}: {row['games']} games, {row['learner_decisions']} learner decisions, "
+                f"  {row['iteration']}: {row['games']} games"
+                + (f" ({row['unlabelled']} not labelled yet, left out)" if row["unlabelled"] else "")
+                + f", {row['learner_decisions']} learner decisions, "
                 f"{row['holding']:.1%} began holding something (longest {row['longest']} in a row), "
                 f"{row['labels_release']:.1%} of those labelled with a release"
             )

@@ -28,6 +28,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import Observation, PolicyState
 from hoi4_arena.screen.tokens import PRESSES
+from hoi4_arena.sessions.labels import has_labels
 
 RELEASES = np.array(PRESSES) + 1  # every release kind is its press + 1
 ARRAYS = ("global_view", "quadrants", "fovea", "speed", "pointer", "tokens", "fed", "held")
@@ -39,7 +40,7 @@ def release_logps(checkpoint: str | Path, games: Path, count: int) -> list[float
     policy = load_checkpoint(checkpoint).policy.eval()
     window = int(load_checkpoint(checkpoint).extra.get("train_config", {}).get("window", 8))
     found: list[float] = []
-    folders = [f for f in sorted(games.glob("dagger-*")) if f.is_dir()][:count]
+    folders = [f for f in sorted(games.glob("dagger-*")) if f.is_dir() and has_labels(f, "expert")][:count]
     for folder in folders:
         session = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["id"]
         lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]

@@ -34,10 +34,12 @@ def test_held_decisions_their_longest_run_and_release_labels_are_counted(tmp_pat
     frames = [d.frame_index for d in decisions]
     write_labels(folder, frames, labels, np.zeros((n, 8)), None, {}, source="expert", extra=expert)
     assert held_share.game_counts(folder) == {"learner": n - 1, "holding": 2, "longest": 1, "releases": 1}
+    (folder.parent / "dagger-i000-g0001-plains-s0-RED").mkdir()  # a game still being played: no labels
     (row,) = held_share.iteration_rows(tmp_path / "run")
     assert row == {
         "iteration": "iter-000",
         "games": 1,
+        "unlabelled": 1,
         "learner_decisions": n - 1,
         "holding": round(2 / (n - 1), 4),
         "longest": 1,
