@@ -5,7 +5,9 @@ For every game of each iteration (`OUT/iter-NNN/games/dagger-*`), over the decis
 that began with a mouse button or key held down (followed from the session's first decision through the
 inputs it sent, `screen.tokens.held_after`, as training and play follow them), the longest run of such
 decisions, and the share of those decisions whose label releases something held. A learner that sees
-what it holds (`dagger --held-inputs`) should leave less held down than one that does not.
+what it holds (`dagger --held-inputs`) should leave less held down than one that does not. Also, of the
+labels that press a button or key, the share that leave it pressed at the decision's end, on the
+learner's decisions and on the expert's (a step begun whose continuation the next label asks for).
 
 Try: .venv/bin/python scripts/held_share.py runs/dag-held/run runs/dag-m0/fixed
 """
@@ -28,12 +30,19 @@ RELEASES = np.array(PRESSES) + 1  # every release kind is its press + 1
 
 def game_counts(folder: Path) -> dict[str, int]:
     """One game's learner-played decisions, those that began holding something, the longest such run,
-    and the held ones whose label releases what is held."""
+    the held ones whose label releases what is held; and over the labels that press something, on the
+    learner's decisions and on the expert's, how many leave it pressed at the decision's end."""
     lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
     labels = read_labels(folder, "expert").tokens
     held = np.zeros(len(PRESSES), bool)
     learner = holding = releases = run = longest = 0
+    presses = {"learner": [0, 0], "expert": [0, 0]}  # labels that press; of them, left pressed
     for decision in SessionReader(folder).decisions(images=False, arena=False):
+        label = labels[decision.index]
+        if np.isin(label[:, 0], PRESSES).any():
+            count = presses["expert" if lines[decision.index]["expert"] else "learner"]
+            count[0] += 1
+            count[1] += bool(held_after(np.zeros(len(PRESSES), bool), label).any())
         if not lines[decision.index]["expert"]:
             learner += 1
             if held.any():
@@ -45,7 +54,20 @@ def game_counts(folder: Path) -> dict[str, int]:
             else:
                 run = 0
         held = held_after(held, decision.tokens)
-    return {"learner": learner, "holding": holding, "longest": longest, "releases": releases}
+    return {
+        "learner": learner,
+        "holding": holding,
+        "longest": longest,
+        "releases": releases,
+        "learner_presses": presses["learner"][0],
+        "learner_left": presses["learner"][1],
+        "expert_presses": presses["expert"][0],
+        "expert_left": presses["expert"][1],
+    }
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
 
 
 def iteration_rows(run: Path) -> list[dict[str, float | int | str]]:
@@ -66,7 +88,13 @@ def iteration_rows(run: Path) -> list[dict[str, float | int | str]]:
                 "learner_decisions": learner,
                 "holding": round(holding / learner, 4) if learner else 0.0,
                 "longest": max(c["longest"] for c in counts),
-                "labels_release": round(sum(c["releases"] for c in counts) / holding, 4) if holding else 0.0,
+                "labels_release": _share(sum(c["releases"] for c in counts), holding),
+                "learner_press_left": _share(
+                    sum(c["learner_left"] for c in counts), sum(c["learner_presses"] for c in counts)
+                ),
+                "expert_press_left": _share(
+                    sum(c["expert_left"] for c in counts), sum(c["expert_presses"] for c in counts)
+                ),
             }
         )
     return rows
@@ -87,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                 + (f" ({row['unlabelled']} not labelled yet, left out)" if row["unlabelled"] else "")
                 + f", {row['learner_decisions']} learner decisions, "
                 f"{row['holding']:.1%} began holding something (longest {row['longest']} in a row), "
-                f"{row['labels_release']:.1%} of those labelled with a release"
+                f"{row['labels_release']:.1%} of those labelled with a release; labels that press leave it "
+                f"pressed on {row['learner_press_left']:.0%} of the learner's decisions, "
+                f"{row['expert_press_left']:.0%} of the expert's"
             )
     return 0
 

@@ -33,7 +33,16 @@ def test_held_decisions_their_longest_run_and_release_labels_are_counted(tmp_pat
     expert = [{"expert": d.index == first} for d in decisions]
     frames = [d.frame_index for d in decisions]
     write_labels(folder, frames, labels, np.zeros((n, 8)), None, {}, source="expert", extra=expert)
-    assert held_share.game_counts(folder) == {"learner": n - 1, "holding": 2, "longest": 1, "releases": 1}
+    assert held_share.game_counts(folder) == {
+        "learner": n - 1,
+        "holding": 2,
+        "longest": 1,
+        "releases": 1,
+        "learner_presses": 1,  # the press of key A, left pressed at the decision's end
+        "learner_left": 1,
+        "expert_presses": 0,
+        "expert_left": 0,
+    }
     (folder.parent / "dagger-i000-g0001-plains-s0-RED").mkdir()  # a game still being played: no labels
     (row,) = held_share.iteration_rows(tmp_path / "run")
     assert row == {
@@ -44,5 +53,7 @@ def test_held_decisions_their_longest_run_and_release_labels_are_counted(tmp_pat
         "holding": round(2 / (n - 1), 4),
         "longest": 1,
         "labels_release": 0.5,
+        "learner_press_left": 1.0,
+        "expert_press_left": 0.0,
     }
     assert held_share.main([str(tmp_path / "missing")]) == 2
