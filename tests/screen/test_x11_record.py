@@ -29,6 +29,15 @@ def drain_until(worker: X11Worker, count: int, timeout: float = 3.0) -> list[Inp
     return got + worker.events()
 
 
+def focus_seen(worker: X11Worker, focused: bool, timeout: float = 5.0) -> None:
+    """Wait until the worker's watchdog has seen the game's focus as `focused`: the recorder reads its
+    latest look (every 25 ms; far later on a loaded machine, so a fixed sleep is a race)."""
+    deadline = time.monotonic() + timeout
+    while worker.guard.focus != focused:
+        assert time.monotonic() < deadline, f"the watchdog never saw focus {focused}"
+        time.sleep(0.01)
+
+
 def test_a_persons_keys_and_clicks_come_back_relative_to_the_window(worker, person) -> None:
     left, top = worker.client_rect[:2]
     before = time.monotonic_ns()
@@ -85,10 +94,10 @@ def test_keys_count_only_while_the_game_has_focus(worker, person, app) -> None:
     other.map()
     person.conn.sync()
     person.focus(other.id)
-    time.sleep(0.1)  # the watchdog's next look at the focus
+    focus_seen(worker, False)
     person.tap("a")
     person.focus(app.window)
-    time.sleep(0.1)
+    focus_seen(worker, True)
     person.tap("z")
     got = drain_until(worker, 2)
     assert [(e.kind, e.key) for e in got] == [("key_down", VK_Z), ("key_up", VK_Z)]
@@ -102,21 +111,21 @@ def test_a_keystroke_is_recorded_whole_or_not_at_all_across_a_focus_change(worke
     other.map()
     person.conn.sync()
     person.focus(other.id)
-    time.sleep(0.2)  # the watchdog's next look at the focus
+    focus_seen(worker, False)
     person.key("a", True)
     time.sleep(0.1)
     person.focus(app.window)
-    time.sleep(0.2)
+    focus_seen(worker, True)
     person.key("a", False)
     person.key("z", True)
     time.sleep(0.1)
     person.focus(other.id)
-    time.sleep(0.2)
+    focus_seen(worker, False)
     person.key("z", False)
     got = drain_until(worker, 2)
     assert [(e.kind, e.key) for e in got] == [("key_down", VK_Z), ("key_up", VK_Z)]
     person.focus(app.window)
-    time.sleep(0.2)
+    focus_seen(worker, True)
 
 
 def test_pointer_outside_the_window_is_not_recorded_but_a_drag_out_ends(worker, person) -> None:

@@ -37,6 +37,10 @@ is free), and the memory is told (its previous action is the tokens sent). The t
 through more than 2 decisions; the learned policies left the right button down (a right-drag begun and
 never ended) for a third of their decisions.
 
+Every game follows what its inputs hold down (`GameMemory.held`, from the tokens sent, and from another's
+tokens where DAgger's expert played instead: `played`); a checkpoint with `held_inputs` is shown it each
+decision, as training shows it (`screen.tokens.held_after`).
+
 A checkpoint conditioned on intents (train-bc --skills, `PolicyConfig.intents`) needs an intent each
 decision from something that chooses them: it is refused unless `intents=True`, and then the caller sets
 `player.intent` (an index of `players/intents.py`'s vocabulary) before each `decide`. It never plays
