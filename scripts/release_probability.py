@@ -37,8 +37,9 @@ ARRAYS = ("global_view", "quadrants", "fovea", "speed", "pointer", "tokens", "fe
 def release_logps(checkpoint: str | Path, games: Path, count: int) -> list[float]:
     """The log-probability of each held-input release the labels ask of the learner, over the first
     `count` games of `games`."""
-    policy = load_checkpoint(checkpoint).policy.eval()
-    window = int(load_checkpoint(checkpoint).extra.get("train_config", {}).get("window", 8))
+    loaded = load_checkpoint(checkpoint)
+    policy = loaded.policy.eval()
+    window = int(loaded.extra.get("train_config", {}).get("window", 8))
     found: list[float] = []
     folders = [f for f in sorted(games.glob("dagger-*")) if f.is_dir() and has_labels(f, "expert")][:count]
     for folder in folders:
