@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from hoi4_arena.screen.tokens import PRESSES, held_after
+from hoi4_arena.screen.tokens import RELEASES as RELEASE_KINDS
 from hoi4_arena.sessions.labels import has_labels, read_labels
 from hoi4_arena.sessions.reader import SessionReader
 
-RELEASES = np.array(PRESSES) + 1  # every release kind is its press + 1
+RELEASES = np.array(RELEASE_KINDS)  # the release kind of each of PRESSES
 
 
 def game_counts(folder: Path) -> dict[str, int]:

@@ -27,10 +27,10 @@ from hoi4_arena.data.windows import cut_windows, plan_spans
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import Observation, PolicyState
-from hoi4_arena.screen.tokens import PRESSES
+from hoi4_arena.screen.tokens import RELEASES as RELEASE_KINDS
 from hoi4_arena.sessions.labels import has_labels
 
-RELEASES = np.array(PRESSES) + 1  # every release kind is its press + 1
+RELEASES = np.array(RELEASE_KINDS)  # the release kind of each of PRESSES
 ARRAYS = ("global_view", "quadrants", "fovea", "speed", "pointer", "tokens", "fed", "held")
 
 

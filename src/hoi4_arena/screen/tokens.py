@@ -76,8 +76,13 @@ PRESSES: tuple[int, ...] = (
 )
 """The kinds that press a button or key down (3 buttons, then the 44 keys): the entries of a held-inputs
 vector (`held_after`), which a policy with `PolicyConfig.held_inputs` sees."""
+RELEASES: tuple[int, ...] = (
+    *(BUTTON_KINDS[button, "up"] for button in BUTTONS),
+    *(KEY_KINDS[key, "up"] for key in MATCH_KEYS),
+)
+"""The release kind of each of `PRESSES`, in the same order."""
 _PRESS_INDEX = {kind: i for i, kind in enumerate(PRESSES)}
-_RELEASE_INDEX = {kind + 1: i for i, kind in enumerate(PRESSES)}  # every release kind is its press + 1
+_RELEASE_INDEX = {kind: i for i, kind in enumerate(RELEASES)}
 _BUTTON_OF_KIND = {kind: pair for pair, kind in BUTTON_KINDS.items()}
 _KEY_OF_KIND = {kind: pair for pair, kind in KEY_KINDS.items()}
 
