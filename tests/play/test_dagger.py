@@ -173,6 +173,8 @@ def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
         config(tmp_path / "o", init, beta_segment=0)
     with pytest.raises(UserError, match="--lr"):
         config(tmp_path / "o", init, lr=-1.0)
+    with pytest.raises(UserError, match="--takeover"):
+        config(tmp_path / "o", init, takeover=1.5)
     with pytest.raises(UserError, match="no such checkpoint"):
         config(tmp_path / "o", tmp_path / "missing.pt")
     run = subprocess.run(
@@ -248,11 +250,32 @@ def test_a_run_stored_before_the_expert_option_resumes_as_scripted(tmp_path: Pat
     out = tmp_path / "old"
     out.mkdir()
     settings = config(out, init).settings()
-    del settings["expert"]  # dagger.json as runs wrote it before --expert
+    del settings["expert"], settings["takeover"]  # dagger.json as runs wrote it before these options
     (out / "dagger.json").write_text(json.dumps({"settings": settings, "command": "dagger"}))
     open_run(out, "dagger.json", config(out, init).settings(), "dagger", added=STORED_BEFORE)
     with pytest.raises(UserError, match="expert"):
         open_run(out, "dagger.json", config(out, init, **SEARCH).settings(), "dagger", added=STORED_BEFORE)
+    with pytest.raises(UserError, match="takeover"):
+        open_run(
+            out, "dagger.json", config(out, init, takeover=0.5).settings(), "dagger", added=STORED_BEFORE
+        )
+
+
+def test_takeovers_are_played_by_the_expert_and_counted(tmp_path: Path, init: Path) -> None:
+    # beta 0 and --takeover 1: the untrained learner drives, and each label it does not carry out is a
+    # step the expert plays to its end; those decisions are the expert's (labels-expert.jsonl) and the
+    # summary says what share of all decisions they began.
+    out = tmp_path / "takeover"
+    summary = run_dagger(config(out, init, iterations=1, steps=1, beta0=0.0, takeover=1.0))
+    first = summary["iterations"][0]
+    assert 0 < first["takeover_share"] <= first["expert_share"] < 1
+    rows = [
+        json.loads(line) for line in (out / "iter-000" / "games" / "results.jsonl").read_text().splitlines()
+    ]
+    assert all(r["takeovers"] > 0 for r in rows)
+    for folder in sorted((out / "iter-000" / "games").glob("dagger-i*")):
+        lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
+        assert any(line["expert"] for line in lines) and not all(line["expert"] for line in lines)
 
 
 @pytest.mark.parametrize(

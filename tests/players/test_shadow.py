@@ -54,11 +54,12 @@ def play(
     return record, player, played
 
 
-def dagger(beta: float, segment: int = 1):
+def dagger(beta: float, segment: int = 1, takeover: float = 0.0):
     def make(scripted, seed, side):
         learner = RandomPolicy()
         learner.reset(sampling_seed(seed, side))
-        return DaggerPlayer(learner, ShadowExpert(scripted), beta, seed, side, 5, segment=segment)
+        shadow = ShadowExpert(scripted)
+        return DaggerPlayer(learner, shadow, beta, seed, side, 5, segment=segment, takeover=takeover)
 
     return make
 
@@ -183,3 +184,65 @@ def test_a_coin_holds_for_a_segment_of_decisions(segment: int) -> None:
     assert 0 < sum(flags) < len(flags)  # both players played
     with pytest.raises(ValueError, match="segment"):
         DaggerPlayer(RandomPolicy(), player.shadow, beta, seed, side, 5, segment=0)
+
+
+def stretches(flags: list[bool]) -> list[tuple[int, int]]:
+    """The runs of True in `flags` as (first, last + 1)."""
+    runs, start = [], None
+    for k, flag in enumerate([*flags, False]):
+        if flag and start is None:
+            start = k
+        elif not flag and start is not None:
+            runs.append((start, k))
+            start = None
+    return runs
+
+
+@pytest.mark.parametrize(("beta", "segment"), [(0.0, 1), (0.5, 5)])
+def test_a_takeover_plays_the_experts_step_to_its_end(beta: float, segment: int) -> None:
+    # With --takeover 1 every learner decision whose label acts and which the learner's input does not
+    # carry out goes to the expert, and every stretch the expert plays ends where its step does: each
+    # button and key it pressed is released inside the stretch. The beta coins fall as without it.
+    seed, side = 61, "RED"
+    open_after: list[bool] = []
+
+    def make(scripted, seed, side):
+        player = dagger(beta, segment, takeover=1.0)(scripted, seed, side)
+        decide = player.decide
+        player.decide = lambda capture: (decide(capture), open_after.append(player.step_open()))[0]
+        return player
+
+    record, player, played = play(f"passes:{seed}", seed, side, 20, make)
+    flags = [d.expert for d in player.decisions]
+    runs = stretches(flags)
+    assert player.takeovers > 3 and len(runs) > 3 and 0 < sum(flags) < len(flags)
+    coins = random.Random(f"dagger-{seed}-{side}")
+    coin = [coins.random() < beta for _ in range(0, len(flags), segment)]
+    assert all(flags[k] for k in range(len(flags)) if coin[k // segment])
+    for first, end in runs:
+        if end < len(flags):  # the game's last stretch may be cut by its end
+            assert not open_after[end - 1], (first, end)
+        down: set = set()
+        for events in played[first:end]:
+            for event in events:
+                if event.kind in ("button_down", "key_down"):
+                    down.add((event.button, event.key))
+                elif event.kind in ("button_up", "key_up"):
+                    down.discard((event.button, event.key))
+        assert not down or end == len(flags), (first, end, down)
+        start = player.decisions[first]
+        if not (coin[first // segment] or (first and flags[first - 1])):
+            # a stretch the learner handed over: the label acted and the learner's input did not follow it
+            assert player.acts(start.label) and not follows(start.label, start.learner)
+    summary = player.agreement()
+    assert summary["takeovers"] == player.takeovers
+    # The random learner's own inputs are played between the expert's steps, yet the expert finishes
+    # what it begins: the setup completes.
+    assert record.setup["complete"], record.setup
+
+
+def test_takeover_must_be_a_chance() -> None:
+    _, player, _ = play("plains:7", 7, "BLU", 2, dagger(0.0))
+    assert "takeovers" not in player.agreement()  # only reported when asked for
+    with pytest.raises(ValueError, match="takeover"):
+        DaggerPlayer(RandomPolicy(), player.shadow, 0.0, 7, "BLU", 5, takeover=1.5)

@@ -93,6 +93,7 @@ STORED_BEFORE = {
     "lr_decay": False,
     "held_inputs": False,
     "labels": "all",
+    "takeover": 0.0,
 }
 """Settings a run stored before they existed had these values (its runs resume)."""
 
@@ -127,6 +128,11 @@ class DaggerConfig(SearchOptions):
     """Decisions one coin holds for: the expert (or the learner) plays N decisions in a row, so a step
     the hand spreads over several decisions is not cut off by the other player every other decision (1:
     a coin each decision)."""
+    takeover: float = 0.0
+    """Chance that a decision the learner drives, whose label acts and is not carried out by the learner's
+    input, is played by the expert instead; with it above 0 the expert plays each of its stretches on to
+    its step's end (nothing queued, nothing held), so a label on the learner's own state is the start of
+    a whole step, not a fragment (0: the learner's input is always played outside beta's stretches)."""
     lr: float = 0.0
     """Each iteration's learning rate, at its start (0: the --init checkpoint's own train-bc rate)."""
     lr_decay: bool = True
@@ -188,7 +194,11 @@ class DaggerConfig(SearchOptions):
             raise UserError(f"--games must be even (each map from both sides), not {self.games}")
         if self.benchmark_pairs > 40:
             raise UserError(f"--benchmark-pairs must lie in 0..40, not {self.benchmark_pairs}")
-        for what, value in (("--beta0", self.beta0), ("--beta-decay", self.beta_decay)):
+        for what, value in (
+            ("--beta0", self.beta0),
+            ("--beta-decay", self.beta_decay),
+            ("--takeover", self.takeover),
+        ):
             if not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
                 raise UserError(f"{what} must lie in 0..1, not {value!r}")
         if not (isinstance(self.lr, int | float) and math.isfinite(self.lr) and 0 <= self.lr <= 1):
@@ -302,6 +312,7 @@ class _DaggerGames:
             plan.side,
             plan.speed,
             segment=self.config.beta_segment,
+            takeover=self.config.takeover,
         )
         self.players[plan.index] = player
         return player
@@ -535,6 +546,7 @@ def _iteration(config: DaggerConfig, iteration: int, learner_path: Path) -> dict
         "expert_share": _share(rows, "expert_decisions", "decisions"),
         "agree": _share(rows, "agree", "decisions", weighted=True),
         "agree_acting": _share(rows, "agree_acting", "acting", weighted=True),
+        **({"takeover_share": _share(rows, "takeovers", "decisions")} if config.takeover > 0 else {}),
         "train_sessions": trained.get("sessions", {}).get("train"),
         "held_out_pointer": {
             k: held_out.get(k)

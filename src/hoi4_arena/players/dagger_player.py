@@ -13,7 +13,14 @@ the game gets instead of the learner's.
    expert's steps (a think, a path of moves, a press) span several decisions, and a coin each decision
    cuts most of them off halfway. The policy is told what was played (`played`, where it has it), so its memory's
    previous action is the game's, as training's is;
-4. the shadow is told what was applied, so its next label starts from where the game now stands.
+4. with `takeover` P > 0, a decision the learner drives whose label acts and whose learner's tokens do
+   not carry it out (`shadow.follows`) goes to the expert instead with probability P (a coin of its own
+   stream, so the beta coins fall as without it), and every stretch the expert plays runs on until its
+   step is done: nothing queued in its hand and nothing held down. The learner still drives the game
+   into its own states, and a label given there is the first decision of a step the expert then plays
+   to its end, not a fragment whose continuation is never asked (docs/dagger.md, "Which part of
+   DAgger's data hurts");
+5. the shadow is told what was applied, so its next label starts from where the game now stands.
 
 `decisions` keeps per decision the capture time, the label's tokens, the learner's tokens and whether
 the label was played; `write_expert_labels` stores them beside the session (labels-expert.json, source
@@ -73,11 +80,14 @@ class DaggerPlayer(ScriptedRecord):
         side: str,
         speed: int,
         segment: int = 1,
+        takeover: float = 0.0,
     ) -> None:
         if not 0.0 <= beta <= 1.0:
             raise ValueError(f"beta must lie in 0..1, not {beta!r}")
         if segment < 1:
             raise ValueError(f"segment must be >= 1 decisions, not {segment!r}")
+        if not 0.0 <= takeover <= 1.0:
+            raise ValueError(f"takeover must lie in 0..1, not {takeover!r}")
         self.policy = policy
         self.shadow = shadow
         self.scripted = shadow.scripted
@@ -87,6 +97,12 @@ class DaggerPlayer(ScriptedRecord):
         self.segment = segment
         self.rng = random.Random(f"dagger-{seed}-{side}")
         self.expert_now = False
+        self.takeover = float(takeover)
+        self.takeover_rng = random.Random(f"dagger-takeover-{seed}-{side}")
+        self.finishing = False
+        """With `takeover`: the expert played the last decision and its step is not done."""
+        self.takeovers = 0
+        """Learner's decisions handed to the expert (a step begun where the learner stood)."""
         self.decisions: list[LabelledDecision] = []
 
     def request(self) -> CaptureRequest:
@@ -100,7 +116,11 @@ class DaggerPlayer(ScriptedRecord):
         learner_tokens = self.policy.decide(capture.views or None, self.speed, pointer)
         if len(self.decisions) % self.segment == 0:  # a new segment: a new coin (each decision when 1)
             self.expert_now = self.rng.random() < self.beta
-        expert = self.expert_now
+        expert = self.expert_now or self.finishing
+        missed = self.acts(label_tokens) and not follows(label_tokens, learner_tokens, self.shadow.tolerance)
+        if not expert and self.takeover > 0.0 and missed:
+            expert = self.takeover_rng.random() < self.takeover
+            self.takeovers += expert
         if expert:
             events = label
         else:
@@ -108,22 +128,33 @@ class DaggerPlayer(ScriptedRecord):
                 learner_tokens, capture.t_ns, capture.size, pointer=capture.pointer, source="policy"
             )
         played = self.shadow.applied(events, capture)
+        self.finishing = self.takeover > 0.0 and expert and self.step_open()
         if expert and hasattr(self.policy, "played"):
             self.policy.played(played)
         self.decisions.append(LabelledDecision(capture.t_ns, label_tokens, learner_tokens, expert))
         return events
 
+    @staticmethod
+    def acts(tokens: np.ndarray) -> bool:
+        """Whether (8, 3) tokens make any input."""
+        return bool((tokens[:, 0] != NONE).any())
+
+    def step_open(self) -> bool:
+        """Whether the expert is amid a step: events queued in its hand, or a button or key held down."""
+        return self.scripted.hand is not None and (self.scripted.hand.busy() or bool(self.shadow.held))
+
     def agreement(self) -> dict[str, Any]:
         """How often the learner's tokens carried out the label: over all decisions, and over those whose
         label acts (holds any input), with the counts."""
         agree = [follows(d.label, d.learner, self.shadow.tolerance) for d in self.decisions]
-        acting = [a for a, d in zip(agree, self.decisions, strict=True) if (d.label[:, 0] != NONE).any()]
+        acting = [a for a, d in zip(agree, self.decisions, strict=True) if self.acts(d.label)]
         return {
             "decisions": len(agree),
             "agree": round(float(np.mean(agree)), 4) if agree else None,
             "acting": len(acting),
             "agree_acting": round(float(np.mean(acting)), 4) if acting else None,
             "expert_decisions": sum(d.expert for d in self.decisions),
+            **({"takeovers": self.takeovers} if self.takeover > 0.0 else {}),
         }
 
     def summary(self) -> dict[str, Any]:
