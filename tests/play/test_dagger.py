@@ -141,9 +141,19 @@ def test_held_inputs_give_the_learner_what_its_inputs_hold(tmp_path: Path, init:
         ]
         == 1
     )
-    summary = run_dagger(config(tmp_path / "held", init, held_inputs=True))
+    # The same run hands the expert every label the learner does not carry out (--takeover 1): those
+    # decisions are the expert's (labels-expert.jsonl), and the summary says what share began one.
+    summary = run_dagger(config(tmp_path / "held", init, held_inputs=True, takeover=1.0))
     for iteration in summary["iterations"]:
         assert load_checkpoint(Path(iteration["checkpoint"])).config.held_inputs == 1
+        assert 0 < iteration["takeover_share"] <= iteration["expert_share"] < 1
+    games = tmp_path / "held" / "iter-000" / "games"
+    assert all(
+        json.loads(line)["takeovers"] > 0 for line in (games / "results.jsonl").read_text().splitlines()
+    )
+    for folder in sorted(games.glob("dagger-i*")):
+        lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
+        assert any(line["expert"] for line in lines) and not all(line["expert"] for line in lines)
     assert summary["iterations"][1]["record"]["valid"] == 2  # played by a policy that sees what it holds
     assert STORED_BEFORE["held_inputs"] is False and STORED_BEFORE["labels"] == "all"
     played = bc_settings(config(tmp_path / "p", init, labels="played"), 0, init, tmp_path, tmp_path)
@@ -259,23 +269,6 @@ def test_a_run_stored_before_the_expert_option_resumes_as_scripted(tmp_path: Pat
         open_run(
             out, "dagger.json", config(out, init, takeover=0.5).settings(), "dagger", added=STORED_BEFORE
         )
-
-
-def test_takeovers_are_played_by_the_expert_and_counted(tmp_path: Path, init: Path) -> None:
-    # beta 0 and --takeover 1: the untrained learner drives, and each label it does not carry out is a
-    # step the expert plays to its end; those decisions are the expert's (labels-expert.jsonl) and the
-    # summary says what share of all decisions they began.
-    out = tmp_path / "takeover"
-    summary = run_dagger(config(out, init, iterations=1, steps=1, beta0=0.0, takeover=1.0))
-    first = summary["iterations"][0]
-    assert 0 < first["takeover_share"] <= first["expert_share"] < 1
-    rows = [
-        json.loads(line) for line in (out / "iter-000" / "games" / "results.jsonl").read_text().splitlines()
-    ]
-    assert all(r["takeovers"] > 0 for r in rows)
-    for folder in sorted((out / "iter-000" / "games").glob("dagger-i*")):
-        lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
-        assert any(line["expert"] for line in lines) and not all(line["expert"] for line in lines)
 
 
 @pytest.mark.parametrize(
