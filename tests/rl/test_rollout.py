@@ -62,7 +62,9 @@ def _one_game_loop(
 @pytest.mark.slow
 @pytest.mark.parametrize("reset_memory", [0, 6])
 def test_the_batched_engine_plays_play_policys_games(make_checkpoint, settings, reset_memory) -> None:
-    checkpoint = make_checkpoint()
+    # With reset_memory 6 the policy also sees the buttons and keys its inputs hold down (held_inputs):
+    # the engine follows them over each slot's tokens as PolicyPlayer does over what it sent.
+    checkpoint = make_checkpoint(held_inputs=int(reset_memory > 0))
     policy = load_checkpoint(checkpoint).policy
     schedule = Schedule(games=3, arenas=("plains", "river"), map_seeds=(0, 5), ai_strength=(0.2, 0.8), seed=7)
     with Rollouts(settings, schedule, workers=0, reset_memory=reset_memory) as engine:
@@ -88,8 +90,10 @@ def test_the_batched_engine_plays_play_policys_games(make_checkpoint, settings, 
     assert rollout.first.sum() == 6  # each slot's first and second games' first decisions
     if reset_memory:
         assert rollout.fresh.sum() > rollout.first.sum() and (rollout.hidden[rollout.fresh] == 0).all()
+        assert rollout.held is not None and rollout.held.any() and not rollout.held[rollout.first].any()
+        assert rollout.observation(slice(0, 2), 0).held.shape == (2, rollout.held.shape[-1])
     else:
-        assert (rollout.fresh == rollout.first).all()
+        assert (rollout.fresh == rollout.first).all() and rollout.held is None
 
 
 @pytest.mark.slow

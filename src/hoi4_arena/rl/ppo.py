@@ -166,11 +166,6 @@ def _start_policy(config: PPOConfig) -> tuple[Policy, dict[str, Any]]:
         raise UserError(
             f"train-ppo does not yet play clip encoders ({policy.config.encoder}): start from a cnn policy"
         )
-    if policy.config.held_inputs:
-        raise UserError(
-            "train-ppo does not yet give a policy the buttons and keys it holds (held_inputs): start from a "
-            "policy trained without --policy held_inputs=1"
-        )
     try:
         ViewLayout.named(policy.config.layout).check_screen(config.size)
     except ValueError as error:
@@ -193,6 +188,7 @@ def _batch(
         *(torch.from_numpy(rollout.views[k][tt, nn]) for k, _ in VIEWS),
         torch.from_numpy(rollout.speed[tt, nn]),
         torch.from_numpy(rollout.pointer[tt, nn]),
+        held=None if rollout.held is None else torch.from_numpy(rollout.held[tt, nn]),
     )
     t0 = torch.as_tensor(tt[:, 0])
     n0 = torch.as_tensor(nn[:, 0])

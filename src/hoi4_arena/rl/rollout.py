@@ -36,6 +36,11 @@ its memory, a generator seeded `sampling_seed(game seed, its side)`, and its tok
 each decision, one forward pass for all the slots that one policy plays the rival of. Only the
 learner's decisions go into the `Rollout`: the rival's side is played, never trained.
 
+A policy that sees the buttons and keys its inputs hold down (`PolicyConfig.held_inputs`) is shown them
+each decision, followed from its game's first decision over the tokens it sent (`screen.tokens.held_after`,
+as training and `PolicyPlayer` follow them); the `Rollout` keeps them for the update's windows, and a
+resumed run follows them again over the replayed tokens.
+
 Try: .venv/bin/python bench/rollout.py --games 4 --decisions 50
 """
 
@@ -57,6 +62,7 @@ from hoi4_arena.play.rollout_game import GamePlan, RolloutSettings, Step
 from hoi4_arena.play.vector_games import VectorGames
 from hoi4_arena.screen.game import sampling_seed
 from hoi4_arena.screen.rewards import OUTCOME, TERMS, total
+from hoi4_arena.screen.tokens import PRESSES, held_after
 
 VIEWS = (("global_view", "global"), ("quadrants", "quadrants"), ("fovea", "fovea"))
 
@@ -175,6 +181,8 @@ class _Rival:
     hidden: torch.Tensor
     previous: torch.Tensor
     decisions: list[np.ndarray] = field(default_factory=list)
+    held: np.ndarray = field(default_factory=lambda: np.zeros(len(PRESSES), bool))
+    """What its tokens so far hold down (`screen.tokens.held_after`)."""
 
 
 @dataclass
@@ -192,6 +200,8 @@ class _Slot:
     """This game's tokens so far (a resumed run replays them)."""
     rival: _Rival | None = None
     """The other side when a policy plays it."""
+    held: np.ndarray = field(default_factory=lambda: np.zeros(len(PRESSES), bool))
+    """What this game's tokens so far hold down (`screen.tokens.held_after`)."""
 
 
 @dataclass
@@ -235,6 +245,9 @@ class Rollout:
     decision (`Step.state`), for a privileged critic; never the policy's input."""
     last_facts: np.ndarray | None = None
     """(N, F) the facts of each slot's next observation (to bootstrap as `last_value` does)."""
+    held: np.ndarray | None = None
+    """For a policy with `PolicyConfig.held_inputs`: bool (T, N, len(PRESSES)) what the game's tokens
+    held down when each decision began; else None."""
 
     @property
     def decisions(self) -> int:
@@ -245,6 +258,7 @@ class Rollout:
             *(torch.from_numpy(np.ascontiguousarray(self.views[k][t, n])) for k, _ in VIEWS),
             torch.from_numpy(np.ascontiguousarray(self.speed[t, n])),
             torch.from_numpy(np.ascontiguousarray(self.pointer[t, n])),
+            held=None if self.held is None else torch.from_numpy(np.ascontiguousarray(self.held[t, n])),
         )
 
 
@@ -368,18 +382,20 @@ class Rollouts:
                     s["previous"].clone(),
                     [d.numpy() for d in s["decisions"]],
                     None if rivals[slot] is None else _restored_rival(rivals[slot], steps[slot]),
+                    _held_by(s["decisions"]),
                 )
             )
         self.vector.replaced = int(state["replaced"])
 
     # --- collecting ---------------------------------------------------------------------------------
 
-    def _observation(self) -> tuple[Observation, PolicyState]:
+    def _observation(self, policy: Policy) -> tuple[Observation, PolicyState]:
         steps = [slot.step for slot in self.slots]
         obs = Observation(
             *(torch.from_numpy(np.stack([s.views[key] for s in steps])) for _, key in VIEWS),
             torch.tensor([s.speed for s in steps], dtype=torch.long),
             torch.tensor([s.pointer for s in steps], dtype=torch.long),
+            held=_held_of(policy, [slot.held for slot in self.slots]),
         )
         state = PolicyState(
             torch.stack([slot.hidden for slot in self.slots]),
@@ -412,7 +428,7 @@ class Rollouts:
                     slot.hidden = torch.zeros_like(slot.hidden)
                 fresh.append(made == 0 or bool(self.reset_memory and made % self.reset_memory == 0))
             store["fresh"].append(np.array(fresh))
-            obs, state = self._observation()
+            obs, state = self._observation(policy)
             store["obs"].append(obs)
             store["hidden"].append(state.hidden)
             store["previous"].append(state.previous)
@@ -430,6 +446,7 @@ class Rollouts:
             rivals = self._rivals(policy)  # the other sides' tokens: played, not stored for training
             for s, slot in enumerate(self.slots):
                 slot.decisions.append(tokens[s])
+                slot.held = held_after(slot.held, tokens[s])
             answers = self.vector.step(tokens, rivals)
             for s in range(n):
                 step, slot = answers[s], self.slots[s]
@@ -448,7 +465,7 @@ class Rollouts:
                     slot.hidden, slot.previous = decision.state.hidden[s], decision.state.previous[s]
                     if slot.rival is not None:
                         slot.rival.views, slot.rival.pointer = step.rival_views, step.rival_pointer
-        obs, state = self._observation()
+        obs, state = self._observation(policy)
         _, h, _ = policy._observe(obs, state)  # the bootstrap value: no sampling, no generator drawn
         last_value, _ = policy.value(h)
         stacked = {
@@ -476,6 +493,7 @@ class Rollouts:
             seconds=time.perf_counter() - started,
             facts=np.stack(facts) if self.settings.state else None,
             last_facts=np.stack([slot.step.state for slot in self.slots]) if self.settings.state else None,
+            held=np.stack([o.held.numpy() for o in store["obs"]]) if policy.config.held_inputs else None,
         )
 
     def _rivals(self, policy: Policy) -> dict[int, np.ndarray]:
@@ -496,6 +514,7 @@ class Rollouts:
                 *(torch.from_numpy(np.stack([r.views[key] for r in rivals])) for _, key in VIEWS),
                 torch.full((len(rivals),), self.settings.speed, dtype=torch.long),
                 torch.tensor([r.pointer for r in rivals], dtype=torch.long),
+                held=_held_of(player, [r.held for r in rivals]),
             )
             state = PolicyState(
                 torch.stack([r.hidden for r in rivals]), torch.stack([r.previous for r in rivals])
@@ -506,6 +525,7 @@ class Rollouts:
             for i, (s, rival) in enumerate(zip(members, rivals, strict=True)):
                 out[s] = decision.tokens[i].numpy()
                 rival.decisions.append(out[s])
+                rival.held = held_after(rival.held, out[s])
                 rival.hidden, rival.previous = decision.state.hidden[i], decision.state.previous[i]
         return out
 
@@ -542,4 +562,18 @@ def _restored_rival(saved: dict[str, Any], step: Step) -> _Rival:
         saved["hidden"].clone(),
         saved["previous"].clone(),
         [d.numpy() for d in saved["decisions"]],
+        _held_by(saved["decisions"]),
     )
+
+
+def _held_by(decisions: torch.Tensor) -> np.ndarray:
+    """What a game's tokens so far (decisions, 8, 3) hold down, followed from its first decision."""
+    held = np.zeros(len(PRESSES), bool)
+    for tokens in decisions.numpy():
+        held = held_after(held, tokens)
+    return held
+
+
+def _held_of(policy: Policy, held: list[np.ndarray]) -> torch.Tensor | None:
+    """The held inputs of a batch for `policy`: (B, len(PRESSES)) where it sees them, else None."""
+    return torch.from_numpy(np.stack(held)) if policy.config.held_inputs else None
