@@ -41,8 +41,10 @@ def sha(path: str | Path) -> str:
 
 
 def test_two_iterations_label_grow_train_and_resume(tmp_path: Path, init: Path) -> None:
+    # With --held-inputs and --takeover 1 (their checks below): one run of games and training serves all.
+    options = dict(held_inputs=True, takeover=1.0)
     out = tmp_path / "dagger"
-    summary = run_dagger(config(out, init))
+    summary = run_dagger(config(out, init, **options))
     first, second = summary["iterations"]
     assert [first["beta"], second["beta"]] == [0.5, 0.25]
     assert first["learner"] == str(init) and second["learner"] == first["checkpoint"]
@@ -83,18 +85,47 @@ def test_two_iterations_label_grow_train_and_resume(tmp_path: Path, init: Path) 
                 played_labels += 1
         assert labels.keep().sum() >= len(labels) - 1
     assert played_labels > 5
+    held_inputs_and_takeovers(summary, out)
     # Resuming: finished iterations are not touched; an iteration cut short goes on where it was.
     results = (out / "iter-001" / "games" / "results.jsonl").read_text()
-    again = run_dagger(config(out, init))
+    again = run_dagger(config(out, init, **options))
     assert again["iterations"] == summary["iterations"]
     progress = json.loads((out / "progress.json").read_text())
     (out / "progress.json").write_text(json.dumps(progress[:1]))  # killed after iteration 1's training
-    resumed = run_dagger(config(out, init))
+    resumed = run_dagger(config(out, init, **options))
     assert (out / "iter-001" / "games" / "results.jsonl").read_text() == results  # no game played again
     assert sha(resumed["iterations"][1]["checkpoint"]) == hashes[2]  # the training run not redone
     # The settings that decide the run must match.
     with pytest.raises(UserError, match="settings"):
-        run_dagger(config(out, init, beta0=0.9))
+        run_dagger(config(out, init, **options, beta0=0.9))
+
+
+def held_inputs_and_takeovers(summary: dict, out: Path) -> None:
+    """--held-inputs: the first iteration's training adds them to a start without them, the second
+    iteration's learner plays with them (shown, each decision, what the inputs sent hold down); --takeover
+    1: every label the learner does not carry out goes to the expert (labels-expert.jsonl says so), and
+    the summary says what share of decisions began one."""
+    for iteration in summary["iterations"]:
+        assert load_checkpoint(Path(iteration["checkpoint"])).config.held_inputs == 1
+        assert 0 < iteration["takeover_share"] <= iteration["expert_share"] < 1
+    assert summary["iterations"][1]["record"]["valid"] == 2  # played by a policy that sees what it holds
+    games = out / "iter-000" / "games"
+    assert all(
+        json.loads(line)["takeovers"] > 0 for line in (games / "results.jsonl").read_text().splitlines()
+    )
+    for folder in sorted(games.glob("dagger-i*")):
+        lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
+        assert any(line["expert"] for line in lines) and not all(line["expert"] for line in lines)
+    # scripts/held_share.py counts, per iteration, the learner's decisions that began holding something.
+    rows = load_script("held_share").iteration_rows(out)
+    assert [r["iteration"] for r in rows] == ["iter-000", "iter-001"] and all(r["games"] == 2 for r in rows)
+    for row in rows:
+        assert row["learner_decisions"] > 0 and 0 <= row["holding"] <= 1 and 0 <= row["labels_release"] <= 1
+    # scripts/release_probability.py scores the labels' releases with the policy that sees what it holds.
+    logps = load_script("release_probability").release_logps(
+        summary["iterations"][0]["checkpoint"], out / "iter-001" / "games", 2
+    )
+    assert all(v <= 0 for v in logps)
 
 
 def test_held_out_pointer_error_from_the_val_sessions(tmp_path: Path, init: Path) -> None:
@@ -132,44 +163,15 @@ def test_each_iterations_learning_rate_starts_anew_and_decays(tmp_path: Path, in
     assert STORED_BEFORE["lr_decay"] is False and STORED_BEFORE["beta_segment"] == 1
 
 
-def test_held_inputs_give_the_learner_what_its_inputs_hold(tmp_path: Path, init: Path) -> None:
-    """--held-inputs: the first iteration's training adds them to a start without them; the second
-    iteration's learner plays with them (shown, each decision, what the inputs sent hold down)."""
-    assert (
-        bc_settings(config(tmp_path / "o", init, held_inputs=True), 0, init, tmp_path, tmp_path).policy[
-            "held_inputs"
-        ]
-        == 1
-    )
-    # The same run hands the expert every label the learner does not carry out (--takeover 1): those
-    # decisions are the expert's (labels-expert.jsonl), and the summary says what share began one.
-    summary = run_dagger(config(tmp_path / "held", init, held_inputs=True, takeover=1.0))
-    for iteration in summary["iterations"]:
-        assert load_checkpoint(Path(iteration["checkpoint"])).config.held_inputs == 1
-        assert 0 < iteration["takeover_share"] <= iteration["expert_share"] < 1
-    games = tmp_path / "held" / "iter-000" / "games"
-    assert all(
-        json.loads(line)["takeovers"] > 0 for line in (games / "results.jsonl").read_text().splitlines()
-    )
-    for folder in sorted(games.glob("dagger-i*")):
-        lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
-        assert any(line["expert"] for line in lines) and not all(line["expert"] for line in lines)
-    assert summary["iterations"][1]["record"]["valid"] == 2  # played by a policy that sees what it holds
+def test_held_inputs_and_labels_reach_train_bc(tmp_path: Path, init: Path) -> None:
+    # (A run with them: test_two_iterations_label_grow_train_and_resume.)
+    held = bc_settings(config(tmp_path / "o", init, held_inputs=True), 0, init, tmp_path, tmp_path)
+    assert held.policy["held_inputs"] == 1
     assert STORED_BEFORE["held_inputs"] is False and STORED_BEFORE["labels"] == "all"
     played = bc_settings(config(tmp_path / "p", init, labels="played"), 0, init, tmp_path, tmp_path)
     assert played.expert_labels == "played"
     with pytest.raises(UserError, match="--labels must be all or played"):
         config(tmp_path / "q", init, labels="some")
-    # scripts/held_share.py counts, per iteration, the learner's decisions that began holding something.
-    rows = load_script("held_share").iteration_rows(tmp_path / "held")
-    assert [r["iteration"] for r in rows] == ["iter-000", "iter-001"] and all(r["games"] == 2 for r in rows)
-    for row in rows:
-        assert row["learner_decisions"] > 0 and 0 <= row["holding"] <= 1 and 0 <= row["labels_release"] <= 1
-    # scripts/release_probability.py scores the labels' releases with the policy that sees what it holds.
-    logps = load_script("release_probability").release_logps(
-        summary["iterations"][0]["checkpoint"], tmp_path / "held" / "iter-001" / "games", 2
-    )
-    assert all(v <= 0 for v in logps)
 
 
 def test_bad_input_is_one_line(tmp_path: Path, init: Path) -> None:
