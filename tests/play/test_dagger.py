@@ -291,25 +291,16 @@ def test_bad_expert_settings_are_refused(tmp_path: Path, init: Path, changes: di
 
 
 def test_the_command_refuses_an_unknown_expert_in_one_line(tmp_path: Path, init: Path) -> None:
+    # In process (test_bad_input_is_one_line runs the command itself: a UserError is one line on stderr).
+    from typer.testing import CliRunner
+
+    from hoi4_arena.cli import app
+
     for args, message in (
         (["--expert", "oracle"], "--expert must be scripted or search"),
         (["--expert", "search", "--search-kinds", "sideways"], "--search-kinds must be among"),
     ):
-        run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "hoi4_arena.cli",
-                "dagger",
-                str(tmp_path / "o"),
-                "--init",
-                str(init),
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-        )
-        assert run.returncode == 2 and run.stderr.strip().count("\n") == 0 and message in run.stderr, (
-            run.stderr
-        )
+        result = CliRunner().invoke(app, ["dagger", str(tmp_path / "o"), "--init", str(init), *args])
+        assert isinstance(result.exception, UserError), result.output
+        assert message in str(result.exception) and "\n" not in str(result.exception)
         assert not (tmp_path / "o").exists()
