@@ -142,6 +142,15 @@ def points(
                 rows.append(row)
     if not rows:
         raise SystemExit(f"error: no benchmark games under {run / 'bench'} or the BENCH folders")
+    # Two dagger folders of one name (runs/a/run, runs/b/run) are two series: name each by its parent too.
+    folders: dict[str, set[str]] = {}
+    for row in rows:
+        if row.get("series", "").startswith("dagger: "):
+            folders.setdefault(row["series"], set()).add(row["run"])
+    for row in rows:
+        if len(folders.get(row.get("series", ""), ())) > 1:
+            folder = Path(row["run"])
+            row["series"] = f"dagger: {folder.parent.name}/{folder.name}"
     return rows
 
 
@@ -200,6 +209,9 @@ MORE_RUNS = ("tab:orange", "tab:pink", "tab:olive", "tab:cyan")
 def series_styles(rows: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
     """Colour and legend of every checkpoint series in `rows`: RUN's, the control's, other runs'."""
     styles = dict(SERIES)
+    own = next((Path(r["run"]) for r in rows if r["series"] == "dagger" and r.get("run")), None)
+    if own is not None:  # RUN's legend names its folder
+        styles["dagger"] = (styles["dagger"][0], f"DAgger run {own.parent.name}/{own.name} (RUN)")
     more = sorted({r["series"] for r in rows if r["series"].startswith("dagger: ")})
     for k, name in enumerate(more):
         styles[name] = (MORE_RUNS[k % len(MORE_RUNS)], f"DAgger run {name.removeprefix('dagger: ')}")

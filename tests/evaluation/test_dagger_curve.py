@@ -129,3 +129,17 @@ def test_benchmarks_of_other_lengths_are_refused(run: Path, tmp_path: Path) -> N
 def test_a_folder_that_is_not_a_run_says_so(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="not a dagger run's settings file"):
         curve.iterations(tmp_path)
+
+
+def test_two_runs_of_one_folder_name_are_two_series(run: Path, tmp_path: Path) -> None:
+    start = tmp_path / "bc" / "last.pt"
+    players = {}
+    for parent in ("a", "b"):
+        other = tmp_path / parent / "run"
+        other.mkdir(parents=True)
+        (other / "dagger.json").write_text("{}")
+        players[f"{parent}0"] = (_checkpoint(other / "iter-000" / "bc" / "last.pt", start), 0, 5)
+    _board(tmp_path / "twins", players)
+    by = {r["player"]: r for r in curve.points(run, [tmp_path / "twins"], _steps)}
+    assert (by["a0"]["series"], by["b0"]["series"]) == ("dagger: a/run", "dagger: b/run")
+    assert by["d0"]["series"] == "dagger"
