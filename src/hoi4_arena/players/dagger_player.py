@@ -117,8 +117,7 @@ class DaggerPlayer(ScriptedRecord):
         if len(self.decisions) % self.segment == 0:  # a new segment: a new coin (each decision when 1)
             self.expert_now = self.rng.random() < self.beta
         expert = self.expert_now or self.finishing
-        missed = self.acts(label_tokens) and not follows(label_tokens, learner_tokens, self.shadow.tolerance)
-        if not expert and self.takeover > 0.0 and missed:
+        if not expert and self.takeover > 0.0 and self.missed(label_tokens, learner_tokens):
             expert = self.takeover_rng.random() < self.takeover
             self.takeovers += expert
         if expert:
@@ -138,6 +137,10 @@ class DaggerPlayer(ScriptedRecord):
     def acts(tokens: np.ndarray) -> bool:
         """Whether (8, 3) tokens make any input."""
         return bool((tokens[:, 0] != NONE).any())
+
+    def missed(self, label: np.ndarray, learner: np.ndarray) -> bool:
+        """Whether the label acts and the learner's tokens do not carry it out."""
+        return self.acts(label) and not follows(label, learner, self.shadow.tolerance)
 
     def step_open(self) -> bool:
         """Whether the expert is amid a step: events queued in its hand, or a button or key held down."""
