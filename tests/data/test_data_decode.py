@@ -181,3 +181,33 @@ def test_expert_played_only_scores_the_decisions_the_expert_played(make_marker) 
     )
     assert all(s.trainable for s in every) and len(only) == n
     assert [s.trainable for s in only] == played
+
+
+def test_in_order_timing_moves_each_decisions_tokens_to_its_first_slots(make_marker) -> None:
+    """`timing in_order`: targets and fed tokens keep their order and lose their 25-ms slots; what is held
+    down is unchanged, and a bad timing is refused."""
+    from hoi4_arena.sessions.labels import write_labels
+
+    game = make_marker("s", frames=40, keys=2)
+    recorded = {s.index: s for s in decode_session(game.folder, DecodeSettings("cpu"))}
+    ordered = {s.index: s for s in decode_session(game.folder, DecodeSettings("cpu", timing="in_order"))}
+    gapped = 0
+    for index, sample in recorded.items():
+        kinds = sample.tokens[:, 0]
+        gapped += int(kinds.any() and not kinds[0])
+        acting = sample.tokens[kinds != 0]
+        assert np.array_equal(ordered[index].tokens[: len(acting)], acting)
+        assert not ordered[index].tokens[len(acting) :].any()
+        assert np.array_equal(ordered[index].held, sample.held)
+    assert gapped, "the marker game's inputs fall in later slots: nothing here would test the order"
+    # Expert labels and the inputs sent alike.
+    labels = np.zeros((game.decisions, 8, 3), np.int64)
+    labels[:, 3] = (KEY_KINDS[VK_A, "down"], 0, 0)
+    frames = [d.frame_index for d in SessionReader(game.folder).decisions(images=False, arena=False)]
+    write_labels(game.folder, frames, labels, np.zeros((game.decisions, 8)), None, {}, source="expert")
+    settings = DecodeSettings("cpu", expert_sessions=("s",), timing="in_order")
+    for s in decode_session(game.folder, settings):
+        assert s.tokens[0, 0] == KEY_KINDS[VK_A, "down"] and not s.tokens[1:].any()
+        assert np.array_equal(s.fed, ordered[s.index].tokens)
+    with pytest.raises(UserError, match="timing"):
+        DecodeSettings("cpu", timing="late")

@@ -194,3 +194,15 @@ def test_expert_labels_choose_which_labelled_decisions_the_decoder_scores(
         assert data_settings(cfg, data, cfg.policy_config).decode.expert_played_only is only
     with pytest.raises(UserError, match="expert_labels must be all or played"):
         config(marker_data, tmp_path / "bad", expert_labels="mine")
+
+
+def test_timing_reaches_the_decoder_and_a_bad_one_is_refused(marker_data: Path, tmp_path: Path) -> None:
+    from hoi4_arena.data.sources import find_sessions
+    from hoi4_arena.training.bc import data_settings
+
+    for value in ("recorded", "in_order"):
+        cfg = config(marker_data, tmp_path / value, timing=value)
+        data = find_sessions(cfg.data, cfg.sources, cfg.layout)
+        assert data_settings(cfg, data, cfg.policy_config).decode.timing == value
+    with pytest.raises(UserError, match="timing must be recorded or in_order"):
+        config(marker_data, tmp_path / "bad", timing="late")

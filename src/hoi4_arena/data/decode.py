@@ -21,6 +21,10 @@ the loss (never relabelled) when it is:
 their slots, so their timing is unchanged). Setup-only keys such as space (0x20) never become tokens
 in the first place (`screen/tokens.py`), so dropping them changes nothing.
 
+`--timing in_order` moves each decision's tokens to its first slots, their order kept (after the keys are
+dropped; the fed tokens too): the slot an event fell in is the hand's 25-ms jitter, which no frame shows,
+and spread over eight slots a decision's one choice, to act or not, is eight small ones.
+
 Measured (`docs/training.md`): at 1920x1080 the reader's colour conversion of an anchor costs about as
 much as decoding the decision's two frames; converting the YUV planes ourselves would have to reproduce
 swscale's rounding exactly (a plain formula differs on 0.06% of values), so the reader's RGB is used.
@@ -41,7 +45,7 @@ import numpy as np
 from hoi4_arena.errors import UserError
 from hoi4_arena.screen.events import KEY_CODES, KEY_NAMES
 from hoi4_arena.screen.layout import ViewLayout
-from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE, NONE, PRESSES, held_after
+from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_KINDS, MOVE, NONE, PRESSES, held_after, in_order
 from hoi4_arena.screen.views import compute_views
 from hoi4_arena.sessions import stored_views
 from hoi4_arena.sessions.labels import read_labels
@@ -49,6 +53,8 @@ from hoi4_arena.sessions.reader import Decision, SessionReader
 
 log = logging.getLogger(__name__)
 
+TIMINGS = ("recorded", "in_order")
+"""How a decision's tokens keep their slots (`DecodeSettings.timing`)."""
 PRESS_KINDS = tuple(kind for (_, edge), kind in BUTTON_KINDS.items() if edge == "down")
 
 
@@ -75,11 +81,16 @@ class DecodeSettings:
     """In those sessions only the decisions the expert played carry loss (their labels are what was
     played); the learner's decisions feed the memory and are not scored (`hoi4-arena dagger --labels
     played`)."""
+    timing: str = "recorded"
+    """recorded: each token in the 25-ms slot its event fell in; in_order: each decision's tokens moved to
+    its first slots, their order kept (`screen.tokens.in_order`), targets and fed tokens alike."""
 
     def __post_init__(self) -> None:
         unknown = [hex(k) for k in self.drop_keys if k not in KEY_NAMES]
         if unknown:
             raise UserError(f"unknown key codes to drop: {', '.join(unknown)}")
+        if self.timing not in TIMINGS:
+            raise UserError(f"timing must be one of {', '.join(TIMINGS)}, not {self.timing!r}")
 
     @property
     def view_layout(self) -> ViewLayout:
@@ -255,6 +266,10 @@ def _sample(
         event.source == "policy" for event in decision.events
     )
     tokens = drop_key_tokens(decision.tokens if labelled is None else labelled[0][index], settings.drop_keys)
+    sent = drop_key_tokens(decision.tokens, settings.drop_keys) if executed else None
+    if settings.timing == "in_order":
+        tokens = in_order(tokens)
+        sent = None if sent is None else in_order(sent)
     after_move = pressed_after_move(tokens)
     return DecisionSample(
         index=index,
@@ -266,7 +281,7 @@ def _sample(
         pressed_after_move=after_move,
         focus=decision.focus,
         policy_inputs=policy_inputs,
-        executed=drop_key_tokens(decision.tokens, settings.drop_keys) if executed else None,
+        executed=sent,
         held=held,
         trainable=not decision.burst
         and decision.focus

@@ -310,6 +310,7 @@ def data_settings(config: BCConfig, data: DataSet, policy_config: Any) -> DataSe
             idm_min_logp=config.idm_min_logp,
             expert_sessions=tuple(s.id for s in labelled if s.source == EXPERT_SOURCE),
             expert_played_only=config.expert_labels == "played",
+            timing=config.timing,
         ),
         window=config.window,
         lead_in=config.lead_in,

@@ -106,6 +106,9 @@ class BCConfig:
     screen) or played (only those the expert played; the learner's feed the memory unscored)."""
     drop_keys: tuple[int, ...] = ()
     """Virtual-key codes whose tokens are removed from the demonstrations (e.g. 0x20)."""
+    timing: str = "recorded"
+    """recorded: each token in the 25-ms slot its event fell in; in_order: each decision's tokens moved to
+    its first slots, in their order (the policy then learns to act at a decision's start)."""
     rung: str | None = None
     """Learn only what follows a rung's moment in each game (make-ladder's S1 the war declared, S2 the
     side's first army, S3 its army on the front), read from the session's ARENA log; a session that
@@ -227,6 +230,8 @@ class BCConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise UserError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.timing not in ("recorded", "in_order"):
+            raise UserError(f"timing must be recorded or in_order, not {self.timing!r}")
         if self.expert_labels not in ("all", "played"):
             raise UserError(f"expert_labels must be all or played, not {self.expert_labels!r}")
         if self.idm_min_logp is not None and not (
