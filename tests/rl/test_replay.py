@@ -87,3 +87,25 @@ def test_bad_replay_options_are_refused(tmp_path: Path, data: Path) -> None:
     with pytest.raises(UserError, match=r"--replay .*: no usable training session .* see --replay-sources"):
         train_ppo(_config(out, replay=str(data)))  # the data is the policy's own games
     assert not out.exists()
+
+
+def test_replay_follows_the_start_policys_slot_timing(tmp_path: Path, data: Path) -> None:
+    """A start cloned with `train-bc --timing in_order` replays its data in order, others as recorded."""
+    from hoi4_arena.models.checkpoint import save_checkpoint
+    from hoi4_arena.rl.ppo import start_timing
+    from hoi4_arena.screen.tokens import in_order
+
+    policy = load_checkpoint(data.parent / "last.pt").policy
+    assert start_timing("random") == "recorded"
+    assert start_timing(str(data.parent / "last.pt")) == "recorded"  # no train-bc settings in it
+    cloned = save_checkpoint(tmp_path / "bc.pt", policy, extra={"train_config": {"timing": "in_order"}})
+    assert start_timing(str(cloned)) == "in_order"
+    stream = _stream(data)
+    ordered = Replay(str(data), ("policy",), "cpu", window=4, batch=3, seed=0, timing="in_order")
+    gapped = 0
+    for _ in range(stream.loader.batches_in_epoch(stream.sessions, 0)):
+        a, b = stream.next(), ordered.next()
+        assert a.keys == b.keys
+        assert np.array_equal(b.arrays["tokens"], in_order(a.arrays["tokens"]))
+        gapped += int((a.arrays["tokens"] != b.arrays["tokens"]).any())
+    assert gapped, "the recorded games' inputs leave no slot free before a later one: nothing is tested"

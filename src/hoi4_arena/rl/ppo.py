@@ -141,6 +141,14 @@ def windows_of(fresh: np.ndarray, window: int) -> list[tuple[int, int, int]]:
     return out
 
 
+def start_timing(init: str) -> str:
+    """The slot timing the start policy was cloned with (`train-bc --timing`; recorded for a random start
+    or a checkpoint from before the option), which --replay's batches follow."""
+    if init == "random":
+        return "recorded"
+    return str(load_checkpoint(init).extra.get("train_config", {}).get("timing", "recorded"))
+
+
 def _start_policy(config: PPOConfig) -> tuple[Policy, dict[str, Any]]:
     """The policy the run starts from and what identifies it; UserError for a start it cannot train."""
     from hoi4_arena.screen.layout import ViewLayout
@@ -508,6 +516,7 @@ def train_ppo(
             config.batch,
             config.seed,
             position=None if saved is None else saved.extra["replay"],
+            timing=start_timing(config.init),
         )
 
     # --- the games ---

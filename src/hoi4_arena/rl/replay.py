@@ -2,13 +2,14 @@
 batches from labelled session folders, so that RL keeps the interface skills the start was cloned from
 (VPT 2022; Wolczyk et al. 2024 on forgetting in fine-tuning).
 
-`Replay(data, sources, layout, window, batch, seed)` finds DATA's sessions as `train-bc DATA --sources`
+`Replay(data, sources, layout, window, batch, seed, timing=)` finds DATA's sessions as `train-bc DATA --sources`
 does (`data.sources.find_sessions`: demonstrations, a DAgger run's sessions with the scripted player's
 labels, IDM-labelled video), and `next()` gives one batch of `batch` windows of `window` decisions in
 train-bc's seeded order (`data.loader.WindowLoader`, in this process), epoch after epoch. `position()` /
 the `position` argument make a resumed run read the batches the uninterrupted one would have.
 `bc_loss(policy, batch)` is train-bc's loss on it: the mean over the counted decisions of the demonstrated
-tokens' negative log-likelihood, each window from a fresh memory with the previous action kept.
+tokens' negative log-likelihood, each window from a fresh memory with the previous action kept. `timing`
+is the start policy's own (`train-bc --timing`): a policy cloned from in-order tokens replays them so.
 
 Try: .venv/bin/python -m pytest -q tests/rl/test_replay.py
 """
@@ -40,6 +41,7 @@ class Replay:
         batch: int,
         seed: int,
         position: dict[str, Any] | None = None,
+        timing: str = "recorded",
     ) -> None:
         try:
             found = find_sessions(data, sources, layout)
@@ -60,6 +62,7 @@ class Replay:
                     layout,
                     idm_sessions=tuple(s.id for s in self.sessions if s.source == IDM_SOURCE),
                     expert_sessions=tuple(s.id for s in self.sessions if s.source == EXPERT_SOURCE),
+                    timing=timing,
                 ),
                 window=window,
                 batch=batch,
