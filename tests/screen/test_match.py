@@ -156,7 +156,8 @@ def test_the_harness_starts_a_match_in_the_simulators_window_through_x11(sim_win
         box = game.ui.layout["speed_box"]
         expected = game.frame()[box.y : box.bottom, box.x : box.right]
     region = {"speed": (box.x, box.y, box.w, box.h)}
-    deadline = time.monotonic() + 10
+    # A bound on the wait, not a timing claim: on a loaded machine the window draws late.
+    deadline = time.monotonic() + 60
     while True:
         shot = worker.capture(CaptureRequest(views=False, regions=region)).regions["speed"]
         if np.array_equal(shot, expected):
@@ -167,7 +168,7 @@ def test_the_harness_starts_a_match_in_the_simulators_window_through_x11(sim_win
     assert "ARENA declare" in text and f"attacker={started.declarer}" in text
     assert worker.status()["armed"] is None and worker.status()["held"] == []
     # It runs: at speed 4 (12 game hours a second) the next day's line comes within seconds.
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while "ARENA day date=1936.01.02" not in log_path.read_text():
         assert time.monotonic() < deadline, "the window's game did not run"
         time.sleep(0.1)
