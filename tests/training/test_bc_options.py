@@ -14,7 +14,7 @@ from test_bc_train import config as bc_config
 from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE
-from hoi4_arena.training.bc import Tally, aim_moves, slot_nll, train_bc
+from hoi4_arena.training.bc import Tally, aim_moves, beginnings, slot_nll, train_bc
 from hoi4_arena.training.bc_config import BCConfig
 
 LEFT_DOWN, LEFT_UP = BUTTON_KINDS["left", "down"], BUTTON_KINDS["left", "up"]
@@ -105,6 +105,40 @@ def test_aim_weight_changes_what_is_learned_and_is_stored(marker_data: Path, tmp
     )
     with pytest.raises(UserError, match="aim_weight"):
         config(marker_data, tmp_path / "bad", aim_weight=-1.0)
+
+
+def test_beginnings_are_the_acting_decisions_after_one_that_sent_nothing() -> None:
+    def decision(kind: int = NONE, slot: int = 0) -> torch.Tensor:
+        d = torch.zeros(8, 3, dtype=torch.long)
+        d[slot, 0] = kind
+        return d
+
+    key = KEY_BASE
+    # acting: idle, key, move, idle, key (in slot 5)
+    tokens = torch.stack([decision(), decision(key), decision(MOVE), decision(), decision(key, 5)])[None]
+    fed = tokens.clone()
+    assert beginnings(tokens, fed, decision()[None]).tolist() == [[False, True, False, False, True]]
+    # the window's first decision reads the one before the window
+    assert beginnings(tokens[:, 1:], fed[:, 1:], decision(MOVE)[None]).tolist() == [[False, False, False, True]]
+    assert beginnings(tokens[:, 1:], fed[:, 1:], decision()[None]).tolist() == [[True, False, False, True]]
+    # what was sent (fed) decides, not the label: a labelled step whose learner sent nothing begins again
+    fed[0, 1] = decision()
+    assert beginnings(tokens, fed, decision()[None]).tolist() == [[False, True, True, False, True]]
+
+
+def test_begin_weight_changes_what_is_learned_and_is_stored(marker_data: Path, tmp_path: Path) -> None:
+    plain = train_bc(config(marker_data, tmp_path / "plain"))
+    begun = train_bc(config(marker_data, tmp_path / "begun", begin_weight=4.0))
+    assert plain["steps"] == begun["steps"] == 4
+    a = load_checkpoint(tmp_path / "plain" / "last.pt")
+    b = load_checkpoint(tmp_path / "begun" / "last.pt")
+    assert b.extra["train_config"]["begin_weight"] == 4.0
+    assert any(
+        not torch.equal(x, y)
+        for x, y in zip(a.policy.state_dict().values(), b.policy.state_dict().values(), strict=True)
+    )
+    with pytest.raises(UserError, match="begin_weight"):
+        config(marker_data, tmp_path / "bad", begin_weight=-1.0)
 
 
 def test_init_starts_from_a_checkpoint_of_the_same_architecture(marker_data: Path, tmp_path: Path) -> None:

@@ -132,6 +132,16 @@ def aim_moves(tokens: torch.Tensor) -> torch.Tensor:
     return aims.view(tokens.shape[:-1])
 
 
+def beginnings(tokens: torch.Tensor, fed: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
+    """(B, T) bool: the decisions of windows `tokens` (B, T, 8, 3) that act (a token that is not a no-op)
+    after a decision that sent nothing: the one before in the window (`fed`, what was sent), or for the
+    window's first the decision before the window (`previous`, (B, 8, 3))."""
+    acts = (tokens[..., 0] != NONE).any(-1)
+    sent = (fed[..., 0] != NONE).any(-1)
+    sent_before = torch.cat([(previous[:, None, :, 0] != NONE).any(-1), sent[:, :-1]], dim=1)
+    return acts & ~sent_before
+
+
 class Tally:
     """Sums of the loss and its parts over decisions and slots, for means per token kind."""
 
@@ -484,6 +494,9 @@ def train_bc(
                 scored = mask
                 if advantage is not None:  # each decision's loss times exp(A / beta), clipped
                     scored = mask * torch.from_numpy(advantage.for_batch(batch)).to(device)
+                if config.begin_weight != 1:  # the rare decisions that begin a step
+                    begins = beginnings(tokens, fed, state.previous).to(mask.dtype)
+                    scored = scored * (1 + (config.begin_weight - 1) * begins)
                 if config.idm_weight != 1 and settings.decode.idm_sessions:  # labelled sessions' weight
                     ids = settings.decode.idm_sessions
                     rows = [config.idm_weight if key[0] in ids else 1.0 for key in batch.keys]

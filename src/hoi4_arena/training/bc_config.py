@@ -88,6 +88,10 @@ class BCConfig:
     aim_weight: float = 1.0
     """Weight of the pointer terms of aim moves (the last move before a mouse button token: where a click
     or a drag's end lands) in the training loss; the path's other moves keep weight 1."""
+    begin_weight: float = 1.0
+    """Weight in the training loss of the decisions that begin acting: whose target sends an input after a
+    decision that sent none (the first decision of a step, such as a replan's first key, and of a step's
+    part after a pause); the other decisions keep weight 1."""
     look_before_click: bool = False
     """Leave out decisions that press a button after a move in the same decision."""
     chunk: int = 4
@@ -217,6 +221,7 @@ class BCConfig:
             "save_every",
             "pointer_sigma",
             "aim_weight",
+            "begin_weight",
             "weight_decay",
             "grad_clip",
             "lr_decay_minutes",
