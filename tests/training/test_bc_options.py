@@ -119,7 +119,9 @@ def test_beginnings_are_the_acting_decisions_after_one_that_sent_nothing() -> No
     fed = tokens.clone()
     assert beginnings(tokens, fed, decision()[None]).tolist() == [[False, True, False, False, True]]
     # the window's first decision reads the one before the window
-    assert beginnings(tokens[:, 1:], fed[:, 1:], decision(MOVE)[None]).tolist() == [[False, False, False, True]]
+    assert beginnings(tokens[:, 1:], fed[:, 1:], decision(MOVE)[None]).tolist() == [
+        [False, False, False, True]
+    ]
     assert beginnings(tokens[:, 1:], fed[:, 1:], decision()[None]).tolist() == [[True, False, False, True]]
     # what was sent (fed) decides, not the label: a labelled step whose learner sent nothing begins again
     fed[0, 1] = decision()
