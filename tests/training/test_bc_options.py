@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 from test_bc_train import TINY
@@ -16,6 +17,7 @@ from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.screen.tokens import BUTTON_KINDS, KEY_BASE, MOVE, NONE
 from hoi4_arena.training.bc import Tally, aim_moves, beginnings, slot_nll, train_bc
 from hoi4_arena.training.bc_config import BCConfig
+from project_scripts import load_script
 
 LEFT_DOWN, LEFT_UP = BUTTON_KINDS["left", "down"], BUTTON_KINDS["left", "up"]
 RIGHT_DOWN, RIGHT_UP = BUTTON_KINDS["right", "down"], BUTTON_KINDS["right", "up"]
@@ -141,6 +143,16 @@ def test_begin_weight_changes_what_is_learned_and_is_stored(marker_data: Path, t
     )
     with pytest.raises(UserError, match="begin_weight"):
         config(marker_data, tmp_path / "bad", begin_weight=-1.0)
+    # scripts/begin_probability.py: each held-out decision's probability of acting, where the game begins
+    script = load_script("begin_probability")
+    rows = script.acting_probabilities(tmp_path / "begun" / "last.pt", [marker_data / "held"])
+    p, acts, begins, first = rows["p"], rows["acts"], rows["begins"], rows["first"]
+    assert len(p) == len(acts) == len(begins) == len(first) > 0
+    assert ((p > 0) & (p < 1)).all() and begins.any() and not (begins & ~acts).any()
+    assert ((first != NONE) == acts).all()
+    assert script.auc(np.array([0.9, 0.8]), np.array([0.1, 0.2, 0.3])) == 1.0
+    assert script.auc(np.array([0.1]), np.array([0.5, 0.9])) == 0.0
+    assert script.auc(np.array([0.5, 0.5]), np.array([0.5])) == 0.5
 
 
 def test_init_starts_from_a_checkpoint_of_the_same_architecture(marker_data: Path, tmp_path: Path) -> None:
