@@ -20,6 +20,12 @@ carry loss:
 A policy that reads when to begin puts its acting probability on the beginnings (high AUC); its mean at
 beginnings says how readily it begins once it does.
 
+A SESSION the scripted player labelled in the shadow (a DAgger game, `ITER/games/dagger-*`) is read on the
+learner's own states: only the decisions the learner played count, the label is what the demonstrator
+would have sent, the learner's inputs feed the memory, and a beginning is a label that acts after a
+decision in which the learner sent nothing. On the games of the policy that played them, this asks
+whether it reads when to begin where its own play has taken it.
+
 Try: .venv/bin/python scripts/begin_probability.py runs/scale/demos/scripted-g14[0-1]?-* \\
         --policy runs/inorder/s0/last.pt --policy runs/begin/s0/last.pt
 """
@@ -40,6 +46,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import Observation, PolicyState
 from hoi4_arena.screen.tokens import KIND_NAMES, NONE
+from hoi4_arena.sessions.labels import has_labels
 from hoi4_arena.training.bc import beginnings
 
 ARRAYS = ("global_view", "quadrants", "fovea", "speed", "pointer", "tokens", "fed", "held")
@@ -53,11 +60,17 @@ def acting_probabilities(checkpoint: str | Path, sessions: list[Path]) -> dict[s
     policy = loaded.policy.eval()
     train = loaded.extra.get("train_config", {})
     window = int(train.get("window", 8))
-    settings = DecodeSettings(train.get("layout", "cpu"), timing=train.get("timing", "recorded"))
+    layout, timing = train.get("layout", "cpu"), train.get("timing", "recorded")
     rows: dict[str, list[np.ndarray]] = {"p": [], "acts": [], "begins": [], "first": []}
     for folder in sessions:
         session = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["id"]
+        labelled = has_labels(folder, "expert")
+        settings = DecodeSettings(layout, timing=timing, expert_sessions=(session,) if labelled else ())
         samples = list(decode_session(folder, settings))
+        played_by_learner = np.ones(len(samples) + window, bool)  # rows past the end carry no loss
+        if labelled:
+            lines = (folder / "labels-expert.jsonl").read_text(encoding="utf-8").splitlines()
+            played_by_learner[: len(lines)] = [not json.loads(line)["expert"] for line in lines]
         for _, w in cut_windows(iter(samples), plan_spans(len(samples), window), session):
             a = {k: torch.from_numpy(np.array(getattr(w, k)))[None] for k in ARRAYS}
             held = a["held"] if policy.config.held_inputs else None
@@ -71,7 +84,7 @@ def acting_probabilities(checkpoint: str | Path, sessions: list[Path]) -> dict[s
             with torch.no_grad():
                 out = policy(obs, idle, PolicyState(start.hidden, previous), fed=a["fed"])
             p_idle = out.scores.kind_logp[0].sum(-1).exp()  # (T,) p(eight no-ops)
-            counted = np.asarray(w.loss_mask, bool)
+            counted = np.asarray(w.loss_mask, bool) & played_by_learner[w.start : w.start + len(w.speed)]
             rows["p"].append((1 - p_idle).numpy()[counted])
             kinds = a["tokens"][0, ..., 0].numpy()  # (T, 8)
             acting = kinds != NONE

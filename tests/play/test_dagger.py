@@ -126,6 +126,15 @@ def held_inputs_and_takeovers(summary: dict, out: Path) -> None:
         summary["iterations"][0]["checkpoint"], out / "iter-001" / "games", 2
     )
     assert all(v <= 0 for v in logps)
+    # scripts/begin_probability.py reads a labelled game on the learner's own decisions only.
+    folder = sorted(games.glob("dagger-i*"))[0]
+    lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
+    probe = load_script("begin_probability").acting_probabilities(
+        summary["iterations"][0]["checkpoint"], [folder]
+    )
+    learner = [line for line in lines if not line["expert"]]
+    assert 0 < len(probe["p"]) <= len(learner) < len(lines)
+    assert ((probe["p"] >= 0) & (probe["p"] <= 1)).all() and not (probe["begins"] & ~probe["acts"]).any()
 
 
 def test_held_out_pointer_error_from_the_val_sessions(tmp_path: Path, init: Path) -> None:

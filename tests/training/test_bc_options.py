@@ -148,7 +148,7 @@ def test_begin_weight_changes_what_is_learned_and_is_stored(marker_data: Path, t
     rows = script.acting_probabilities(tmp_path / "begun" / "last.pt", [marker_data / "held"])
     p, acts, begins, first = rows["p"], rows["acts"], rows["begins"], rows["first"]
     assert len(p) == len(acts) == len(begins) == len(first) > 0
-    assert ((p > 0) & (p < 1)).all() and begins.any() and not (begins & ~acts).any()
+    assert ((p >= 0) & (p <= 1)).all() and begins.any() and not (begins & ~acts).any()
     assert ((first != NONE) == acts).all()
     assert script.auc(np.array([0.9, 0.8]), np.array([0.1, 0.2, 0.3])) == 1.0
     assert script.auc(np.array([0.1]), np.array([0.5, 0.9])) == 0.0
