@@ -55,13 +55,13 @@ ARRAYS = ("global_view", "quadrants", "fovea", "speed", "pointer", "tokens", "fe
 def acting_probabilities(checkpoint: str | Path, sessions: list[Path]) -> dict[str, np.ndarray]:
     """For every decision of `sessions` that carries loss: the policy's probability of acting (`p`),
     whether the demonstrator acted (`acts`), whether that began acting (`begins`) and the kind of its first
-    input (`first`, NONE where it did not act)."""
+    input (`first`, NONE where it did not act), and its index in its session (`index`)."""
     loaded = load_checkpoint(checkpoint)
     policy = loaded.policy.eval()
     train = loaded.extra.get("train_config", {})
     window = int(train.get("window", 8))
     layout, timing = train.get("layout", "cpu"), train.get("timing", "recorded")
-    rows: dict[str, list[np.ndarray]] = {"p": [], "acts": [], "begins": [], "first": []}
+    rows: dict[str, list[np.ndarray]] = {"p": [], "acts": [], "begins": [], "first": [], "index": []}
     for folder in sessions:
         session = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["id"]
         labelled = has_labels(folder, "expert")
@@ -91,6 +91,7 @@ def acting_probabilities(checkpoint: str | Path, sessions: list[Path]) -> dict[s
             rows["acts"].append(acting.any(-1)[counted])
             first = kinds[np.arange(len(kinds)), acting.argmax(-1)]  # NONE where nothing acts
             rows["first"].append(first[counted])
+            rows["index"].append((w.start + np.arange(len(kinds)))[counted])
             rows["begins"].append(beginnings(a["tokens"], a["fed"], previous)[0].numpy()[counted])
     return {k: np.concatenate(v) for k, v in rows.items()}
 
