@@ -46,7 +46,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import Observation, PolicyState
 from hoi4_arena.screen.tokens import KIND_NAMES, NONE
-from hoi4_arena.sessions.labels import has_labels
+from hoi4_arena.sessions.labels import has_labels, read_labels
 from hoi4_arena.training.bc import beginnings
 
 ARRAYS = ("global_view", "quadrants", "fovea", "speed", "pointer", "tokens", "fed", "held")
@@ -69,8 +69,8 @@ def acting_probabilities(checkpoint: str | Path, sessions: list[Path]) -> dict[s
         samples = list(decode_session(folder, settings))
         played_by_learner = np.ones(len(samples) + window, bool)  # rows past the end carry no loss
         if labelled:
-            lines = (folder / "labels-expert.jsonl").read_text(encoding="utf-8").splitlines()
-            played_by_learner[: len(lines)] = [not json.loads(line)["expert"] for line in lines]
+            played = read_labels(folder, "expert").played
+            played_by_learner[: len(played)] = ~played
         for _, w in cut_windows(iter(samples), plan_spans(len(samples), window), session):
             a = {k: torch.from_numpy(np.array(getattr(w, k)))[None] for k in ARRAYS}
             held = a["held"] if policy.config.held_inputs else None
