@@ -94,19 +94,26 @@ def config(data: Path, out: Path, **changes) -> BCConfig:
     return bc_config(data, out, **({"max_steps": 4, "epochs": 5} | changes))
 
 
-def test_aim_weight_changes_what_is_learned_and_is_stored(marker_data: Path, tmp_path: Path) -> None:
+def weighted_run(marker_data: Path, tmp_path: Path, name: str) -> Path:
+    """A 4-step run with the loss weight `name` at 4 beside one without: the weights differ, the setting is
+    stored in the checkpoint, and a negative weight is refused. Returns the weighted run's checkpoint."""
     plain = train_bc(config(marker_data, tmp_path / "plain"))
-    aimed = train_bc(config(marker_data, tmp_path / "aimed", aim_weight=4.0))
-    assert plain["steps"] == aimed["steps"] == 4
+    weighted = train_bc(config(marker_data, tmp_path / "weighted", **{name: 4.0}))
+    assert plain["steps"] == weighted["steps"] == 4
     a = load_checkpoint(tmp_path / "plain" / "last.pt")
-    b = load_checkpoint(tmp_path / "aimed" / "last.pt")
-    assert b.extra["train_config"]["aim_weight"] == 4.0
+    b = load_checkpoint(tmp_path / "weighted" / "last.pt")
+    assert b.extra["train_config"][name] == 4.0
     assert any(
         not torch.equal(x, y)
         for x, y in zip(a.policy.state_dict().values(), b.policy.state_dict().values(), strict=True)
     )
-    with pytest.raises(UserError, match="aim_weight"):
-        config(marker_data, tmp_path / "bad", aim_weight=-1.0)
+    with pytest.raises(UserError, match=name):
+        config(marker_data, tmp_path / "bad", **{name: -1.0})
+    return tmp_path / "weighted" / "last.pt"
+
+
+def test_aim_weight_changes_what_is_learned_and_is_stored(marker_data: Path, tmp_path: Path) -> None:
+    weighted_run(marker_data, tmp_path, "aim_weight")
 
 
 def test_beginnings_are_the_acting_decisions_after_one_that_sent_nothing() -> None:
@@ -131,21 +138,10 @@ def test_beginnings_are_the_acting_decisions_after_one_that_sent_nothing() -> No
 
 
 def test_begin_weight_changes_what_is_learned_and_is_stored(marker_data: Path, tmp_path: Path) -> None:
-    plain = train_bc(config(marker_data, tmp_path / "plain"))
-    begun = train_bc(config(marker_data, tmp_path / "begun", begin_weight=4.0))
-    assert plain["steps"] == begun["steps"] == 4
-    a = load_checkpoint(tmp_path / "plain" / "last.pt")
-    b = load_checkpoint(tmp_path / "begun" / "last.pt")
-    assert b.extra["train_config"]["begin_weight"] == 4.0
-    assert any(
-        not torch.equal(x, y)
-        for x, y in zip(a.policy.state_dict().values(), b.policy.state_dict().values(), strict=True)
-    )
-    with pytest.raises(UserError, match="begin_weight"):
-        config(marker_data, tmp_path / "bad", begin_weight=-1.0)
+    begun = weighted_run(marker_data, tmp_path, "begin_weight")
     # scripts/begin_probability.py: each held-out decision's probability of acting, where the game begins
     script = load_script("begin_probability")
-    rows = script.acting_probabilities(tmp_path / "begun" / "last.pt", [marker_data / "held"])
+    rows = script.acting_probabilities(begun, [marker_data / "held"])
     p, acts, begins, first = rows["p"], rows["acts"], rows["begins"], rows["first"]
     assert len(p) == len(acts) == len(begins) == len(first) > 0
     assert ((p >= 0) & (p <= 1)).all() and begins.any() and not (begins & ~acts).any()
