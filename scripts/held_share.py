@@ -15,7 +15,6 @@ Try: .venv/bin/python scripts/held_share.py runs/dag-held/run runs/dag-m0/fixed
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -33,18 +32,18 @@ def game_counts(folder: Path) -> dict[str, int]:
     """One game's learner-played decisions, those that began holding something, the longest such run,
     the held ones whose label releases what is held; and over the labels that press something, on the
     learner's decisions and on the expert's, how many leave it pressed at the decision's end."""
-    lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
-    labels = read_labels(folder, "expert").tokens
+    labelled = read_labels(folder, "expert")
+    labels, by_expert = labelled.tokens, labelled.played
     held = np.zeros(len(PRESSES), bool)
     learner = holding = releases = run = longest = 0
     presses = {"learner": [0, 0], "expert": [0, 0]}  # labels that press; of them, left pressed
     for decision in SessionReader(folder).decisions(images=False, arena=False):
         label = labels[decision.index]
         if np.isin(label[:, 0], PRESSES).any():
-            count = presses["expert" if lines[decision.index]["expert"] else "learner"]
+            count = presses["expert" if by_expert[decision.index] else "learner"]
             count[0] += 1
             count[1] += bool(held_after(np.zeros(len(PRESSES), bool), label).any())
-        if not lines[decision.index]["expert"]:
+        if not by_expert[decision.index]:
             learner += 1
             if held.any():
                 holding += 1

@@ -14,7 +14,6 @@ Try: .venv/bin/python scripts/label_agreement.py runs/dag-held/played
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -23,7 +22,7 @@ import numpy as np
 
 from hoi4_arena.players.shadow import TOLERANCE, follows
 from hoi4_arena.screen.tokens import MOVE, NONE
-from hoi4_arena.sessions.labels import has_labels, read_labels
+from hoi4_arena.sessions.labels import labelled_sessions, read_labels
 from hoi4_arena.sessions.reader import SessionReader
 
 
@@ -51,12 +50,11 @@ def timing_free(label: np.ndarray, played: np.ndarray, tolerance: int = TOLERANC
 def game_counts(folder: Path) -> dict[str, int]:
     """One game's learner decisions whose label acts: how many, those the learner made no input on, those
     it carried out slot for slot, those it carried out with the timing set aside."""
-    lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
-    labels = read_labels(folder, "expert").tokens
+    labels = read_labels(folder, "expert")
     counts = {"acting": 0, "idle": 0, "slot_exact": 0, "timing_free": 0}
     for decision in SessionReader(folder).decisions(images=False, arena=False):
-        label, played = labels[decision.index], decision.tokens
-        if lines[decision.index]["expert"] is not False or not (label[:, 0] != NONE).any():
+        label, played = labels.tokens[decision.index], decision.tokens
+        if labels.played[decision.index] or not (label[:, 0] != NONE).any():
             continue
         counts["acting"] += 1
         counts["idle"] += not (played[:, 0] != NONE).any()
@@ -69,7 +67,7 @@ def iteration_rows(run: Path) -> list[dict[str, object]]:
     """Per iteration of `run`: its labelled games and the shares of `game_counts` over them."""
     rows = []
     for iteration in sorted(run.glob("iter-*")):
-        games = [g for g in sorted((iteration / "games").glob("dagger-i*")) if has_labels(g, "expert")]
+        games = labelled_sessions(iteration / "games", "expert", "dagger-i*")
         total = Counter()
         for game in games:
             total.update(game_counts(game))

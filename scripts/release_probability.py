@@ -28,7 +28,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.models.checkpoint import load_checkpoint
 from hoi4_arena.models.policy import Observation, PolicyState
 from hoi4_arena.screen.tokens import RELEASES as RELEASE_KINDS
-from hoi4_arena.sessions.labels import has_labels
+from hoi4_arena.sessions.labels import labelled_sessions, read_labels
 
 RELEASES = np.array(RELEASE_KINDS)  # the release kind of each of PRESSES
 ARRAYS = ("global_view", "quadrants", "fovea", "speed", "pointer", "tokens", "fed", "held")
@@ -41,16 +41,15 @@ def release_logps(checkpoint: str | Path, games: Path, count: int) -> list[float
     policy = loaded.policy.eval()
     window = int(loaded.extra.get("train_config", {}).get("window", 8))
     found: list[float] = []
-    folders = [f for f in sorted(games.glob("dagger-*")) if f.is_dir() and has_labels(f, "expert")][:count]
-    for folder in folders:
+    for folder in labelled_sessions(games, "expert", "dagger-*")[:count]:
         session = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["id"]
-        lines = [json.loads(line) for line in (folder / "labels-expert.jsonl").read_text().splitlines()]
+        played = read_labels(folder, "expert").played
         samples = decode_session(folder, DecodeSettings("cpu", expert_sessions=(session,)))
-        for _, w in cut_windows(samples, plan_spans(len(lines), window), session):
+        for _, w in cut_windows(samples, plan_spans(len(played), window), session):
             rows = [
                 t
                 for t in range(len(w.speed))
-                if w.start + t < len(lines) and not lines[w.start + t]["expert"] and w.held[t].any()
+                if w.start + t < len(played) and not played[w.start + t] and w.held[t].any()
             ]
             if not rows:
                 continue

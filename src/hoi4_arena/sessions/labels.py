@@ -73,6 +73,13 @@ def has_labels(folder: str | Path, source: str = "idm") -> bool:
     return (Path(folder) / label_files(source)[0]).is_file()
 
 
+def labelled_sessions(folder: str | Path, source: str = "expert", pattern: str = "*") -> list[Path]:
+    """The session folders directly under `folder` (named by `pattern`, e.g. a DAgger iteration's games
+    folder and "dagger-i*") that carry `source` labels, in name order; a game still being played has none
+    yet and is left out."""
+    return [f for f in sorted(Path(folder).glob(pattern)) if f.is_dir() and has_labels(f, source)]
+
+
 def write_labels(
     folder: str | Path,
     frames: list[int],
