@@ -5,8 +5,14 @@ game's strategy is drawn again exactly as the player drew it (its seed's generat
 the game's world is made again at its start (map, seed, side, the declarer the row names, the AI on
 the other side) and that strategy is rolled out `--k` times on the world alone (`sim/rollout.py`,
 the search player's timing, `--timing`). Printed: per game the screen's outcome and the rollouts'
-mean; then how often the rollouts' majority agrees with the screen, the mean absolute gap, and both
-win rates.
+mean; then how often the rollouts' majority agrees with the screen, the mean absolute gap, the Brier
+score (against the constant forecast of the screen's own win rate) and both win rates, with the
+rollouts' means in four bins against the screen's outcomes there (calibration).
+
+The same figures against a stand-in: one more rollout of each game on a seed the K did not use. A
+model that were the screen game itself would foretell the screen exactly as well as it foretells the
+stand-in, so the stand-in's row is the most any rollouts could agree with games this random: where the
+screen's row is near it, the games' own luck, not the model, is what the rollouts miss.
 
 Try: .venv/bin/python scripts/rollout_fidelity.py runs/bench/presets/scripted/results.jsonl --k 4
 """
@@ -16,7 +22,10 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import other_tag
 from hoi4_arena.players.scripted import Strategy, StrategyMix
 from hoi4_arena.players.search import SearchConfig
@@ -26,6 +35,61 @@ from hoi4_arena.sim.headless import arena_of
 from hoi4_arena.sim.rollout import OPENING_AIMS, OUTCOME, Choice, rollout
 from hoi4_arena.sim.rollout import search as search_choices
 from hoi4_arena.sim.world import World
+
+BINS = ((0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.0))
+"""The calibration bins of a game's rollout mean: [lo, hi), the last one [0.75, 1]."""
+
+
+@dataclass(frozen=True)
+class Foretold:
+    """How well K rollouts a game foretold one outcome a game."""
+
+    games: int
+    agree: int  # the rollouts' majority outcome equals the game's
+    gap: float  # mean |rollout mean - outcome|
+    brier: float  # mean (rollout mean - outcome)^2
+    base_brier: float  # the same for the constant forecast of the outcomes' mean
+    bins: tuple[tuple[int, float, float], ...]  # per bin: games, mean rollout mean, mean outcome
+
+    def line(self, name: str) -> str:
+        bins = ", ".join(
+            f"{lo:.2f}-{hi:.2f}: {n} games, {m:.2f} against {o:.2f}"
+            for (lo, hi), (n, m, o) in zip(BINS, self.bins, strict=True)
+            if n
+        )
+        return (
+            f"{name}: majority agrees in {self.agree} of {self.games} ({self.agree / self.games:.0%}), "
+            f"mean gap {self.gap:.2f}, Brier {self.brier:.3f} (constant forecast {self.base_brier:.3f}); "
+            f"rollout mean against outcome by bin: {bins}"
+        )
+
+
+def majority(values: Sequence[float]) -> float:
+    """The most common outcome of a game's rollouts (a tie to the better one)."""
+    return max(set(values), key=lambda v: (values.count(v), v))
+
+
+def foretold(games: Sequence[tuple[Sequence[float], float]]) -> Foretold:
+    """How well each game's rollout values (win 1, draw 0.5, loss 0) foretold its outcome."""
+    if not games:
+        raise ValueError("no games")
+    means = [sum(values) / len(values) for values, _ in games]
+    truths = [truth for _, truth in games]
+    base = sum(truths) / len(truths)
+    bins = []
+    for lo, hi in BINS:
+        inside = [(m, t) for m, t in zip(means, truths, strict=True) if lo <= m < hi or m == hi == 1.0]
+        n = len(inside)
+        bins.append((n, sum(m for m, _ in inside) / max(n, 1), sum(t for _, t in inside) / max(n, 1)))
+    n = len(games)
+    return Foretold(
+        games=n,
+        agree=sum(majority(values) == truth for values, truth in games),
+        gap=sum(abs(m - t) for m, t in zip(means, truths, strict=True)) / n,
+        brier=sum((m - t) ** 2 for m, t in zip(means, truths, strict=True)) / n,
+        base_brier=sum((base - t) ** 2 for t in truths) / n,
+        bins=tuple(bins),
+    )
 
 
 def main() -> None:
@@ -48,10 +112,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     search = SearchConfig(timing=args.timing)
-    rows = [r for r in read_results(args.results) if r.valid and r.player == "scripted"]
+    try:
+        rows = [r for r in read_results(args.results) if r.valid and r.player == "scripted"]
+    except UserError as error:
+        sys.exit(str(error))
     if not rows:
         sys.exit(f"{args.results}: no valid scripted games")
-    agree, gaps, screen, rolled, gains = 0, [], [], [], []
+    games, stand_ins, gains = [], [], []
     timing = {"timing": search.rollout_timing}
     for row in rows:
         strategy = Strategy.draw(random.Random(f"scripted-{row.seed}"), StrategyMix())
@@ -69,12 +136,8 @@ def main() -> None:
         ais = {enemy: GameAI(enemy, AIConfig(strength=0.5))}
         values = [rollout(world, ais, row.side, choice, i, **timing) for i in range(args.k)]
         mean = sum(values) / len(values)
-        truth = OUTCOME[row.outcome]
-        majority = max(set(values), key=lambda v: (values.count(v), v))
-        agree += majority == truth
-        gaps.append(abs(mean - truth))
-        screen.append(truth == 1.0)
-        rolled.append(mean)
+        games.append((values, OUTCOME[row.outcome]))
+        stand_ins.append((values, rollout(world, ais, row.side, choice, args.k, **timing)))
         if args.search:
             found = search_choices(
                 world, ais, row.side, [c for _, c in search.openings()], search.k, 0, **timing
@@ -84,14 +147,15 @@ def main() -> None:
             gains.append(sum(fresh) / len(fresh) - sum(values) / len(values))
         if not args.quiet:
             print(
-                f"{row.extra['map']:16} s{row.seed} {row.side} {row.strategy:14} screen {row.outcome:4}  rollouts {mean:.2f}"
+                f"{row.extra['map']:16} s{row.seed} {row.side} {row.strategy:14} screen {row.outcome:4}  "
+                f"rollouts {mean:.2f}  stand-in {stand_ins[-1][1]:.1f}"
             )
     n = len(rows)
-    print(
-        f"{n} games: the rollouts' majority outcome agrees with the screen's in {agree} ({agree / n:.0%}); "
-        f"mean |rollout mean - screen| {sum(gaps) / n:.2f}; screen win rate {sum(screen) / n:.0%}, "
-        f"rollouts' mean win value {sum(rolled) / n:.2f}"
-    )
+    wins = sum(truth == 1.0 for _, truth in games)
+    rolled = sum(sum(values) / len(values) for values, _ in games) / n
+    print(f"{n} games: screen win rate {wins / n:.0%}, rollouts' mean win value {rolled:.2f}")
+    print(foretold(games).line(f"the screen (K = {args.k})"))
+    print(foretold(stand_ins).line("a stand-in rollout (the ceiling)"))
     if gains:
         print(
             f"the searched opening against the drawn strategy, on fresh seeds in the rollouts' world: "
