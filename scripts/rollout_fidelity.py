@@ -20,7 +20,9 @@ Try: .venv/bin/python scripts/rollout_fidelity.py runs/bench/presets/scripted/re
 from __future__ import annotations
 
 import argparse
+import math
 import random
+import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,6 +94,11 @@ def foretold(games: Sequence[tuple[Sequence[float], float]]) -> Foretold:
     )
 
 
+def standard_error(values: Sequence[float]) -> float:
+    """The standard error of the values' mean (0 for fewer than two)."""
+    return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", help="a results.jsonl of scripted games")
@@ -110,8 +117,38 @@ def main() -> None:
         help="also search the opening (the search player's defaults) and score the choice and the drawn "
         "strategy on --k fresh seeds each: the search's gain inside the rollouts' own world",
     )
+    parser.add_argument(
+        "--stand-ins",
+        type=int,
+        default=1,
+        help="stand-in rollouts a game for the ceiling's row, each scored against the K (default 1)",
+    )
+    parser.add_argument(
+        "--search-k",
+        type=int,
+        default=SearchConfig.k,
+        help=f"with --search: rollouts of each candidate (default {SearchConfig.k}, the search player's)",
+    )
+    parser.add_argument(
+        "--search-delays",
+        default=",".join(f"{d:g}" for d in SearchConfig.delays_s),
+        help="with --search: the opening's activation delays to try, seconds, comma-separated",
+    )
+    parser.add_argument(
+        "--search-replans",
+        default=",".join(f"{r:g}" for r in SearchConfig.replans_s),
+        help="with --search: the replanning periods to try, seconds, comma-separated",
+    )
     args = parser.parse_args()
-    search = SearchConfig(timing=args.timing)
+    if min(args.k, args.stand_ins, args.search_k) < 1:
+        sys.exit("--k, --stand-ins and --search-k must be 1 or more")
+    try:
+        delays, replans = (
+            tuple(float(v) for v in text.split(",")) for text in (args.search_delays, args.search_replans)
+        )
+        search = SearchConfig(timing=args.timing, k=args.search_k, delays_s=delays, replans_s=replans)
+    except ValueError as error:
+        sys.exit(f"bad --search-* setting: {error}")
     try:
         rows = [r for r in read_results(args.results) if r.valid and r.player == "scripted"]
     except UserError as error:
@@ -137,7 +174,8 @@ def main() -> None:
         values = [rollout(world, ais, row.side, choice, i, **timing) for i in range(args.k)]
         mean = sum(values) / len(values)
         games.append((values, OUTCOME[row.outcome]))
-        stand_ins.append((values, rollout(world, ais, row.side, choice, args.k, **timing)))
+        seeds = range(args.k, args.k + args.stand_ins)
+        stand_ins += [(values, rollout(world, ais, row.side, choice, seed, **timing)) for seed in seeds]
         if args.search:
             found = search_choices(
                 world, ais, row.side, [c for _, c in search.openings()], search.k, 0, **timing
@@ -155,11 +193,12 @@ def main() -> None:
     rolled = sum(sum(values) / len(values) for values, _ in games) / n
     print(f"{n} games: screen win rate {wins / n:.0%}, rollouts' mean win value {rolled:.2f}")
     print(foretold(games).line(f"the screen (K = {args.k})"))
-    print(foretold(stand_ins).line("a stand-in rollout (the ceiling)"))
+    print(foretold(stand_ins).line(f"{args.stand_ins} stand-in rollout(s) a game (the ceiling)"))
     if gains:
         print(
             f"the searched opening against the drawn strategy, on fresh seeds in the rollouts' world: "
-            f"{sum(gains) / n:+.3f} mean win value ({sum(g > 0 for g in gains)} better, "
+            f"{sum(gains) / n:+.3f} mean win value (standard error {standard_error(gains):.3f}; "
+            f"search K = {args.search_k} of {len(search.openings())} candidates; {sum(g > 0 for g in gains)} better, "
             f"{sum(g < 0 for g in gains)} worse of {n})"
         )
 

@@ -42,13 +42,21 @@ def test_the_script_rolls_out_recorded_games_against_the_screen_and_a_stand_in(t
         [*record, "--games", "2", "--max-days", "30", "--no-record"], check=True, capture_output=True
     )
     script = [sys.executable, str(SCRIPTS / "rollout_fidelity.py"), str(out / "results.jsonl")]
-    done = subprocess.run([*script, "--k", "2", "--max-days", "30"], capture_output=True, text=True)
+    search = ["--search", "--search-k", "1", "--search-delays", "0", "--search-replans", "2,4"]
+    options = ["--k", "2", "--max-days", "30", "--stand-ins", "3", *search]
+    done = subprocess.run([*script, *options], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert [line.split()[0] for line in lines[:2]] == ["plains:3", "plains:3"]
     assert all("stand-in" in line for line in lines[:2])
     assert lines[2].startswith("2 games: screen win rate")
-    assert lines[3].startswith("the screen (K = 2): majority agrees in")
-    assert lines[4].startswith("a stand-in rollout (the ceiling): majority agrees in")
-    bad = subprocess.run([*script[:2], str(tmp_path / "none.jsonl")], capture_output=True, text=True)
-    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert lines[3].startswith("the screen (K = 2): majority agrees in") and " of 2 (" in lines[3]
+    assert lines[4].startswith("3 stand-in rollout(s) a game (the ceiling): majority agrees in")
+    assert " of 6 (" in lines[4]  # three stand-ins for each of the two games
+    # the three kinds, one delay, two replanning periods
+    assert lines[5].startswith("the searched opening against") and "search K = 1 of 6 candidates" in lines[5]
+    for bad_options in (["--search-replans", "2,x"], ["--stand-ins", "0"]):
+        bad = subprocess.run([*script, *bad_options], capture_output=True, text=True)
+        assert bad.returncode != 0 and len(bad.stderr.splitlines()) == 1, bad.stderr
+    missing = subprocess.run([*script[:2], str(tmp_path / "none.jsonl")], capture_output=True, text=True)
+    assert missing.returncode != 0 and missing.stderr.strip().endswith("no such results file")
