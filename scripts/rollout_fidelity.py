@@ -25,7 +25,7 @@ import random
 import statistics
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import other_tag
@@ -36,6 +36,7 @@ from hoi4_arena.sim.ai import AIConfig, GameAI
 from hoi4_arena.sim.headless import arena_of
 from hoi4_arena.sim.rollout import OPENING_AIMS, OUTCOME, Choice, rollout
 from hoi4_arena.sim.rollout import search as search_choices
+from hoi4_arena.sim.rules import Rules
 from hoi4_arena.sim.world import World
 
 BINS = ((0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.0))
@@ -130,6 +131,13 @@ def main() -> None:
         help=f"with --search: rollouts of each candidate (default {SearchConfig.k}, the search player's)",
     )
     parser.add_argument(
+        "--battle-noise",
+        type=float,
+        default=Rules.battle_noise,
+        help=f"the rollouts' battle luck, the share a battle-hour's losses swing either way (default "
+        f"{Rules.battle_noise:g}, the rules'; the screen's games keep theirs)",
+    )
+    parser.add_argument(
         "--search-delays",
         default=",".join(f"{d:g}" for d in SearchConfig.delays_s),
         help="with --search: the opening's activation delays to try, seconds, comma-separated",
@@ -142,6 +150,9 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.k, args.stand_ins, args.search_k) < 1:
         sys.exit("--k, --stand-ins and --search-k must be 1 or more")
+    if not 0 <= args.battle_noise < 1:
+        sys.exit("--battle-noise must be in 0..1")
+    rules = replace(Rules(), battle_noise=args.battle_noise)
     try:
         delays, replans = (
             tuple(float(v) for v in text.split(",")) for text in (args.search_delays, args.search_replans)
@@ -167,7 +178,7 @@ def main() -> None:
             search.hours(strategy.activate_delay_s),
             None if every is None else search.hours(every),
         )
-        world = World(arena_of(row.extra["map"]), row.seed, max_days=args.max_days)
+        world = World(arena_of(row.extra["map"]), row.seed, max_days=args.max_days, rules=rules)
         world.declare_war(row.extra["declarer"])
         enemy = other_tag(row.side)
         ais = {enemy: GameAI(enemy, AIConfig(strength=0.5))}

@@ -55,7 +55,7 @@ def test_the_script_rolls_out_recorded_games_against_the_screen_and_a_stand_in(t
     assert " of 6 (" in lines[4]  # three stand-ins for each of the two games
     # the three kinds, one delay, two replanning periods
     assert lines[5].startswith("the searched opening against") and "search K = 1 of 6 candidates" in lines[5]
-    for bad_options in (["--search-replans", "2,x"], ["--stand-ins", "0"]):
+    for bad_options in (["--search-replans", "2,x"], ["--stand-ins", "0"], ["--battle-noise", "1.5"]):
         bad = subprocess.run([*script, *bad_options], capture_output=True, text=True)
         assert bad.returncode != 0 and len(bad.stderr.splitlines()) == 1, bad.stderr
     missing = subprocess.run([*script[:2], str(tmp_path / "none.jsonl")], capture_output=True, text=True)
