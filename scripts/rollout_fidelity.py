@@ -31,7 +31,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.maps.model import other_tag
 from hoi4_arena.players.scripted import Strategy, StrategyMix
 from hoi4_arena.players.search import SearchConfig
-from hoi4_arena.results import read_results
+from hoi4_arena.results import GameResult, read_results
 from hoi4_arena.sim.ai import AIConfig, GameAI
 from hoi4_arena.sim.headless import arena_of
 from hoi4_arena.sim.rollout import OPENING_AIMS, OUTCOME, Choice, rollout
@@ -93,6 +93,26 @@ def foretold(games: Sequence[tuple[Sequence[float], float]]) -> Foretold:
         base_brier=sum((base - t) ** 2 for t in truths) / n,
         bins=tuple(bins),
     )
+
+
+def game_start(
+    row: GameResult, search: SearchConfig, max_days: int, rules: Rules
+) -> tuple[World, dict[str, GameAI], Choice]:
+    """A scripted game's world made again at its start (map, seed, declarer, the AI on the other side)
+    and its strategy drawn again from its seed as the player drew it, as a rollout's choice."""
+    strategy = Strategy.draw(random.Random(f"scripted-{row.seed}"), StrategyMix())
+    if strategy.label != row.strategy:
+        raise ValueError(f"game {row.extra.get('game')}: drew {strategy.label}, the row says {row.strategy}")
+    every = strategy.replan_every_s
+    choice = Choice(
+        OPENING_AIMS[strategy.kind],
+        search.hours(strategy.activate_delay_s),
+        None if every is None else search.hours(every),
+    )
+    world = World(arena_of(row.extra["map"]), row.seed, max_days=max_days, rules=rules)
+    world.declare_war(row.extra["declarer"])
+    enemy = other_tag(row.side)
+    return world, {enemy: GameAI(enemy, AIConfig(strength=0.5))}, choice
 
 
 def standard_error(values: Sequence[float]) -> float:
@@ -169,19 +189,10 @@ def main() -> None:
     games, stand_ins, gains = [], [], []
     timing = {"timing": search.rollout_timing}
     for row in rows:
-        strategy = Strategy.draw(random.Random(f"scripted-{row.seed}"), StrategyMix())
-        if strategy.label != row.strategy:
-            sys.exit(f"game {row.extra.get('game')}: drew {strategy.label}, the row says {row.strategy}")
-        every = strategy.replan_every_s
-        choice = Choice(
-            OPENING_AIMS[strategy.kind],
-            search.hours(strategy.activate_delay_s),
-            None if every is None else search.hours(every),
-        )
-        world = World(arena_of(row.extra["map"]), row.seed, max_days=args.max_days, rules=rules)
-        world.declare_war(row.extra["declarer"])
-        enemy = other_tag(row.side)
-        ais = {enemy: GameAI(enemy, AIConfig(strength=0.5))}
+        try:
+            world, ais, choice = game_start(row, search, args.max_days, rules)
+        except ValueError as error:
+            sys.exit(str(error))
         values = [rollout(world, ais, row.side, choice, i, **timing) for i in range(args.k)]
         mean = sum(values) / len(values)
         games.append((values, OUTCOME[row.outcome]))

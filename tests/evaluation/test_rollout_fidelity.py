@@ -34,14 +34,22 @@ def test_foretold_counts_agreement_gap_brier_and_calibration_bins() -> None:
         fidelity.foretold([])
 
 
-def test_the_script_rolls_out_recorded_games_against_the_screen_and_a_stand_in(tmp_path: Path) -> None:
-    out = tmp_path / "games"
+@pytest.fixture(scope="module")
+def scripted_games(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two scripted games of 30 days on plains:3 (one seed, both sides): their results file."""
+    out = tmp_path_factory.mktemp("games")
     hoi4_arena = Path(sys.executable).with_name("hoi4-arena")
     record = [str(hoi4_arena), "record-ai", str(out), "--player", "scripted", "--arena", "plains:3"]
     subprocess.run(
         [*record, "--games", "2", "--max-days", "30", "--no-record"], check=True, capture_output=True
     )
-    script = [sys.executable, str(SCRIPTS / "rollout_fidelity.py"), str(out / "results.jsonl")]
+    return out / "results.jsonl"
+
+
+def test_the_script_rolls_out_recorded_games_against_the_screen_and_a_stand_in(
+    scripted_games: Path, tmp_path: Path
+) -> None:
+    script = [sys.executable, str(SCRIPTS / "rollout_fidelity.py"), str(scripted_games)]
     search = ["--search", "--search-k", "1", "--search-delays", "0", "--search-replans", "2,4"]
     options = ["--k", "2", "--max-days", "30", "--stand-ins", "3", *search]
     done = subprocess.run([*script, *options], capture_output=True, text=True)
@@ -60,3 +68,25 @@ def test_the_script_rolls_out_recorded_games_against_the_screen_and_a_stand_in(t
         assert bad.returncode != 0 and len(bad.stderr.splitlines()) == 1, bad.stderr
     missing = subprocess.run([*script[:2], str(tmp_path / "none.jsonl")], capture_output=True, text=True)
     assert missing.returncode != 0 and missing.stderr.strip().endswith("no such results file")
+
+
+def test_plan_worth_plays_each_family_from_the_games_starts(scripted_games: Path) -> None:
+    worth = load_script("plan_worth")
+    assert worth.parse_plan("hold") == "hold"
+    config = worth.parse_plan("ai:1:3")
+    assert (config.strength, config.armies) == (1.0, 3)
+    for bad in ("ai:2:1", "ai:1", "ai:x:1", "search"):
+        with pytest.raises(ValueError):
+            worth.parse_plan(bad)
+    script = [sys.executable, str(SCRIPTS / "plan_worth.py"), str(scripted_games), "--max-days", "30"]
+    plans = ["--k", "2", "--plans", "scripted", "hold", "ai:1:2"]
+    done = subprocess.run([*script, *plans], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("2 games, 2 rollouts a game and plan")
+    assert [line.split()[0] for line in lines[1:]] == ["scripted", "hold", "ai:1:2"]
+    assert "against scripted" not in lines[1] and all("against scripted" in line for line in lines[2:])
+    # The same seeds give the same values: a second run prints the same.
+    assert subprocess.run([*script, *plans], capture_output=True, text=True).stdout == done.stdout
+    refused = subprocess.run([*script, "--plans", "ai:5:1"], capture_output=True, text=True)
+    assert refused.returncode != 0 and len(refused.stderr.splitlines()) == 1, refused.stderr

@@ -1,0 +1,112 @@
+"""What a family of plans is worth against the game's AI, in the rollouts' world, beside the scripted player's.
+
+The search can only choose among plans its base player can make; `rollout_fidelity.py --search` found
+the scripted player's openings worth about ten points of win rate between them (docs/search.md, "The
+ceiling"). This asks what other plans would be worth before any screen player is taught them: for
+every valid game of a record-ai --player scripted results file, the game's world is made again at its
+start (`rollout_fidelity.game_start`) and the player's side is played K times on the world alone by:
+
+- `scripted`: the game's own drawn strategy (`ScriptedPlan`, the search's timing);
+- `hold`: one army on the front and never an offensive;
+- `ai:S:A`: the game's own AI at strength S (0..1) forming A armies (1..4) -- quicker looks, bolder
+  attacks at the weakest point of the front, more than one army (`sim/ai.py`); its orders land at once.
+
+Printed per family: the mean win value and, paired game by game with `scripted`, the difference and its
+standard error. The rollouts' seeds are the same for every family (common random numbers).
+
+Try: .venv/bin/python scripts/plan_worth.py runs/bench/presets/scripted/results.jsonl --k 8 \
+         --plans scripted hold ai:0.5:2 ai:1:2 ai:1:1
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from dataclasses import replace
+
+from rollout_fidelity import game_start, standard_error
+
+from hoi4_arena.errors import UserError
+from hoi4_arena.players.search import SearchConfig
+from hoi4_arena.results import read_results
+from hoi4_arena.sim.ai import AIConfig, GameAI
+from hoi4_arena.sim.rollout import Choice, fork, outcome, play_out, rollout
+from hoi4_arena.sim.rules import Rules
+
+
+def parse_plan(text: str) -> str | AIConfig:
+    """A --plans entry: `scripted`, `hold`, or the AI's config of `ai:S:A`."""
+    if text in ("scripted", "hold"):
+        return text
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] != "ai":
+        raise ValueError(f"a plan is scripted, hold or ai:STRENGTH:ARMIES, not {text!r}")
+    try:
+        return AIConfig(strength=float(parts[1]), armies=int(parts[2]))
+    except ValueError as error:
+        raise ValueError(f"{text}: {error}") from None
+
+
+def ai_rollout(world, ais, side: str, config: AIConfig, seed: int) -> float:
+    """A rollout with `side` played by the game's AI of `config` from `world` (which is not changed)."""
+    world, ais = fork(world, ais)
+    world.rng = random.Random(f"rollout-{seed}")
+    ais[side] = GameAI(side, config)
+    play_out(world, ais, [], world.max_days * 24 + 1)
+    return outcome(world, side)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", help="a results.jsonl of scripted games")
+    parser.add_argument("--k", type=int, default=8, help="rollouts a game and plan (default 8)")
+    parser.add_argument("--max-days", type=int, default=365, help="the games' time limit (default 365)")
+    parser.add_argument(
+        "--plans",
+        nargs="+",
+        default=["scripted", "hold", "ai:0.5:2", "ai:1:2"],
+        help="the plan families (default: scripted hold ai:0.5:2 ai:1:2)",
+    )
+    args = parser.parse_args()
+    try:
+        plans = {text: parse_plan(text) for text in args.plans}
+        if args.k < 1:
+            raise ValueError("--k must be 1 or more")
+        rows = [r for r in read_results(args.results) if r.valid and r.player == "scripted"]
+    except (ValueError, UserError) as error:
+        sys.exit(f"plan_worth: {error}")
+    if not rows:
+        sys.exit(f"{args.results}: no valid scripted games")
+    search = SearchConfig()
+    timing = search.rollout_timing
+    hold = Choice("none", 0, None)
+    means: dict[str, list[float]] = {text: [] for text in plans}
+    for row in rows:
+        try:
+            world, ais, choice = game_start(row, search, args.max_days, replace(Rules()))
+        except ValueError as error:
+            sys.exit(str(error))
+        for text, plan in plans.items():
+            if isinstance(plan, AIConfig):
+                values = [ai_rollout(world, ais, row.side, plan, i) for i in range(args.k)]
+            else:
+                chosen = choice if plan == "scripted" else hold
+                values = [rollout(world, ais, row.side, chosen, i, timing=timing) for i in range(args.k)]
+            means[text].append(sum(values) / len(values))
+    n = len(rows)
+    base = means.get("scripted")
+    print(f"{n} games, {args.k} rollouts a game and plan, the player's side against the game's AI at 0.5")
+    for text, values in means.items():
+        line = f"{text:12} mean win value {sum(values) / n:.3f}"
+        if base is not None and text != "scripted":
+            differences = [v - b for v, b in zip(values, base, strict=True)]
+            line += (
+                f"; against scripted {sum(differences) / n:+.3f} (standard error {standard_error(differences):.3f}; "
+                f"better in {sum(d > 0 for d in differences)}, worse in {sum(d < 0 for d in differences)})"
+            )
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
