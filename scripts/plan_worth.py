@@ -12,7 +12,10 @@ start (`rollout_fidelity.game_start`) and the player's side is played K times on
   attacks at the weakest point of the front, more than one army (`sim/ai.py`); its orders land at once.
 
 Printed per family: the mean win value and, paired game by game with `scripted`, the difference and its
-standard error. The rollouts' seeds are the same for every family (common random numbers).
+standard error. The rollouts' seeds are the same for every family (common random numbers). With
+`--choose`, also a search among the families: in each game the family with the best mean over the K
+rollouts (a tie to the earlier listed), scored with the scripted strategy on K fresh seeds (its own
+rollouts would flatter the choice).
 
 Try: .venv/bin/python scripts/plan_worth.py runs/bench/presets/scripted/results.jsonl --k 8 \
          --plans scripted hold ai:0.5:2 ai:1:2 ai:1:1
@@ -57,6 +60,18 @@ def ai_rollout(world, ais, side: str, config: AIConfig, seed: int) -> float:
     return outcome(world, side)
 
 
+def play(world, ais, side: str, plan: str | AIConfig, choice: Choice, seeds: range) -> float:
+    """The mean win value of `plan` for `side` over rollouts of `seeds` from `world` (`choice`: the
+    game's own scripted strategy)."""
+    if isinstance(plan, AIConfig):
+        values = [ai_rollout(world, ais, side, plan, i) for i in seeds]
+    else:
+        chosen = choice if plan == "scripted" else Choice("none", 0, None)
+        timing = SearchConfig().rollout_timing
+        values = [rollout(world, ais, side, chosen, i, timing=timing) for i in seeds]
+    return sum(values) / len(values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", help="a results.jsonl of scripted games")
@@ -67,6 +82,11 @@ def main() -> None:
         nargs="+",
         default=["scripted", "hold", "ai:0.5:2", "ai:1:2"],
         help="the plan families (default: scripted hold ai:0.5:2 ai:1:2)",
+    )
+    parser.add_argument(
+        "--choose",
+        action="store_true",
+        help="also choose the best family in each game and score it on fresh seeds against scripted",
     )
     args = parser.parse_args()
     try:
@@ -79,21 +99,25 @@ def main() -> None:
     if not rows:
         sys.exit(f"{args.results}: no valid scripted games")
     search = SearchConfig()
-    timing = search.rollout_timing
-    hold = Choice("none", 0, None)
     means: dict[str, list[float]] = {text: [] for text in plans}
+    choices: list[str] = []
+    chosen_fresh: list[float] = []  # per game: the chosen family's fresh mean less the scripted one's
     for row in rows:
         try:
             world, ais, choice = game_start(row, search, args.max_days, replace(Rules()))
         except ValueError as error:
             sys.exit(str(error))
+
         for text, plan in plans.items():
-            if isinstance(plan, AIConfig):
-                values = [ai_rollout(world, ais, row.side, plan, i) for i in range(args.k)]
-            else:
-                chosen = choice if plan == "scripted" else hold
-                values = [rollout(world, ais, row.side, chosen, i, timing=timing) for i in range(args.k)]
-            means[text].append(sum(values) / len(values))
+            means[text].append(play(world, ais, row.side, plan, choice, range(args.k)))
+        if args.choose:
+            best = max(plans, key=lambda text: (means[text][-1], -list(plans).index(text)))
+            fresh = range(args.k, 2 * args.k)
+            choices.append(best)
+            chosen_fresh.append(
+                play(world, ais, row.side, plans[best], choice, fresh)
+                - play(world, ais, row.side, "scripted", choice, fresh)
+            )
     n = len(rows)
     base = means.get("scripted")
     print(f"{n} games, {args.k} rollouts a game and plan, the player's side against the game's AI at 0.5")
@@ -106,6 +130,13 @@ def main() -> None:
                 f"better in {sum(d > 0 for d in differences)}, worse in {sum(d < 0 for d in differences)})"
             )
         print(line)
+    if chosen_fresh:
+        picked = ", ".join(f"{text} {choices.count(text)}" for text in plans if choices.count(text))
+        print(
+            f"the best family a game ({picked}) on {args.k} fresh seeds against scripted: "
+            f"{sum(chosen_fresh) / n:+.3f} (standard error {standard_error(chosen_fresh):.3f}; "
+            f"better in {sum(d > 0 for d in chosen_fresh)}, worse in {sum(d < 0 for d in chosen_fresh)})"
+        )
 
 
 if __name__ == "__main__":
