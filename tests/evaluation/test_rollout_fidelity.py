@@ -79,13 +79,17 @@ def test_plan_worth_plays_each_family_from_the_games_starts(scripted_games: Path
         with pytest.raises(ValueError):
             worth.parse_plan(bad)
     script = [sys.executable, str(SCRIPTS / "plan_worth.py"), str(scripted_games), "--max-days", "30"]
-    plans = ["--k", "2", "--plans", "scripted", "hold", "ai:1:2"]
+    plans = ["--k", "2", "--plans", "scripted", "hold", "ai:1:2", "--choose"]
     done = subprocess.run([*script, *plans], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("2 games, 2 rollouts a game and plan")
-    assert [line.split()[0] for line in lines[1:]] == ["scripted", "hold", "ai:1:2"]
-    assert "against scripted" not in lines[1] and all("against scripted" in line for line in lines[2:])
+    assert [line.split()[0] for line in lines[1:4]] == ["scripted", "hold", "ai:1:2"]
+    assert "against scripted" not in lines[1] and all("against scripted" in line for line in lines[2:4])
+    # The chosen family of each game is named, two games in all.
+    assert lines[4].startswith("the best family a game (") and "on 2 fresh seeds against scripted" in lines[4]
+    picked = lines[4].split("(")[1].split(")")[0].split(", ")
+    assert sum(int(part.split()[1]) for part in picked) == 2
     # The same seeds give the same values: a second run prints the same.
     assert subprocess.run([*script, *plans], capture_output=True, text=True).stdout == done.stdout
     refused = subprocess.run([*script, "--plans", "ai:5:1"], capture_output=True, text=True)
