@@ -10,6 +10,7 @@ start (`rollout_fidelity.game_start`) and the player's side is played K times on
 - `hold`: one army on the front and never an offensive;
 - `ai:S:A`: the game's own AI at strength S (0..1) forming A armies (1..4) -- quicker looks, bolder
   attacks at the weakest point of the front, more than one army (`sim/ai.py`); its orders land at once.
+  `ai:S:A:H`: the same choices, a look at the map every H game hours (the screen player's pace).
 
 Printed per family: the mean win value and, paired game by game with `scripted`, the difference and its
 standard error. The rollouts' seeds are the same for every family (common random numbers). With
@@ -26,7 +27,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rollout_fidelity import game_start, standard_error
 
@@ -36,34 +37,66 @@ from hoi4_arena.results import read_results
 from hoi4_arena.sim.ai import AIConfig, GameAI
 from hoi4_arena.sim.rollout import Choice, fork, outcome, play_out, rollout
 from hoi4_arena.sim.rules import Rules
+from hoi4_arena.sim.world import World
 
 
-def parse_plan(text: str) -> str | AIConfig:
-    """A --plans entry: `scripted`, `hold`, or the AI's config of `ai:S:A`."""
+@dataclass(frozen=True)
+class AIPlan:
+    """The game's AI as the player's side: its config, and the hours between its looks at the map
+    (None: the strength's own)."""
+
+    config: AIConfig
+    every: int | None = None
+
+
+@dataclass
+class PacedAI(GameAI):
+    """The game's AI looking at the map every `every` hours whatever its strength (its choices are the
+    strength's)."""
+
+    every: int = 24
+
+    def update(self, world: World) -> None:
+        before = self.next_hour
+        super().update(world)
+        if self.next_hour != before:  # it looked
+            self.next_hour = world.hour + self.every
+
+
+def parse_plan(text: str) -> str | AIPlan:
+    """A --plans entry: `scripted`, `hold`, or the game's AI as `ai:S:A[:H]`."""
     if text in ("scripted", "hold"):
         return text
     parts = text.split(":")
-    if len(parts) != 3 or parts[0] != "ai":
-        raise ValueError(f"a plan is scripted, hold or ai:STRENGTH:ARMIES, not {text!r}")
+    if len(parts) not in (3, 4) or parts[0] != "ai":
+        raise ValueError(f"a plan is scripted, hold or ai:STRENGTH:ARMIES[:HOURS], not {text!r}")
     try:
-        return AIConfig(strength=float(parts[1]), armies=int(parts[2]))
+        every = int(parts[3]) if len(parts) == 4 else None
+        if every is not None and every < 1:
+            raise ValueError("the hours between looks must be 1 or more")
+        return AIPlan(AIConfig(strength=float(parts[1]), armies=int(parts[2])), every)
     except ValueError as error:
         raise ValueError(f"{text}: {error}") from None
 
 
-def ai_rollout(world, ais, side: str, config: AIConfig, seed: int) -> float:
-    """A rollout with `side` played by the game's AI of `config` from `world` (which is not changed)."""
+def ai_rollout(world: World, ais: dict[str, GameAI], side: str, plan: AIPlan, seed: int) -> float:
+    """A rollout with `side` played by the game's AI of `plan` from `world` (which is not changed)."""
     world, ais = fork(world, ais)
     world.rng = random.Random(f"rollout-{seed}")
-    ais[side] = GameAI(side, config)
+    if plan.every is None:
+        ais[side] = GameAI(side, plan.config)
+    else:
+        ais[side] = PacedAI(side, plan.config, every=plan.every)
     play_out(world, ais, [], world.max_days * 24 + 1)
     return outcome(world, side)
 
 
-def play(world, ais, side: str, plan: str | AIConfig, choice: Choice, seeds: range) -> float:
+def play(
+    world: World, ais: dict[str, GameAI], side: str, plan: str | AIPlan, choice: Choice, seeds: range
+) -> float:
     """The mean win value of `plan` for `side` over rollouts of `seeds` from `world` (`choice`: the
     game's own scripted strategy)."""
-    if isinstance(plan, AIConfig):
+    if isinstance(plan, AIPlan):
         values = [ai_rollout(world, ais, side, plan, i) for i in seeds]
     else:
         chosen = choice if plan == "scripted" else Choice("none", 0, None)

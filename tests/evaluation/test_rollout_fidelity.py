@@ -1,4 +1,4 @@
-"""scripts/rollout_fidelity.py: how well world rollouts foretell screen games, and the ceiling beside it."""
+"""scripts/rollout_fidelity.py and plan_worth.py: world rollouts against screen games, the ceiling, other plans."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from hoi4_arena.sim.ai import AIConfig, GameAI
+from hoi4_arena.sim.headless import arena_of
+from hoi4_arena.sim.world import World
 from project_scripts import SCRIPTS, load_script
 
 
@@ -73,18 +76,19 @@ def test_the_script_rolls_out_recorded_games_against_the_screen_and_a_stand_in(
 def test_plan_worth_plays_each_family_from_the_games_starts(scripted_games: Path) -> None:
     worth = load_script("plan_worth")
     assert worth.parse_plan("hold") == "hold"
-    config = worth.parse_plan("ai:1:3")
-    assert (config.strength, config.armies) == (1.0, 3)
-    for bad in ("ai:2:1", "ai:1", "ai:x:1", "search"):
+    plan = worth.parse_plan("ai:1:3")
+    assert (plan.config.strength, plan.config.armies, plan.every) == (1.0, 3, None)
+    assert worth.parse_plan("ai:0.5:2:72").every == 72
+    for bad in ("ai:2:1", "ai:1", "ai:x:1", "search", "ai:1:2:0", "ai:1:2:3:4"):
         with pytest.raises(ValueError):
             worth.parse_plan(bad)
     script = [sys.executable, str(SCRIPTS / "plan_worth.py"), str(scripted_games), "--max-days", "30"]
-    plans = ["--k", "2", "--plans", "scripted", "hold", "ai:1:2", "--choose"]
+    plans = ["--k", "2", "--plans", "scripted", "hold", "ai:1:2:48", "--choose"]
     done = subprocess.run([*script, *plans], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("2 games, 2 rollouts a game and plan")
-    assert [line.split()[0] for line in lines[1:4]] == ["scripted", "hold", "ai:1:2"]
+    assert [line.split()[0] for line in lines[1:4]] == ["scripted", "hold", "ai:1:2:48"]
     assert "against scripted" not in lines[1] and all("against scripted" in line for line in lines[2:4])
     # The chosen family of each game is named, two games in all.
     assert lines[4].startswith("the best family a game (") and "on 2 fresh seeds against scripted" in lines[4]
@@ -94,3 +98,22 @@ def test_plan_worth_plays_each_family_from_the_games_starts(scripted_games: Path
     assert subprocess.run([*script, *plans], capture_output=True, text=True).stdout == done.stdout
     refused = subprocess.run([*script, "--plans", "ai:5:1"], capture_output=True, text=True)
     assert refused.returncode != 0 and len(refused.stderr.splitlines()) == 1, refused.stderr
+
+
+def test_a_paced_ai_looks_at_the_map_every_so_many_hours() -> None:
+    worth = load_script("plan_worth")
+
+    def looks(ai: GameAI) -> list[int]:
+        world = World(arena_of("plains:3"), 0)
+        world.declare_war("BLU")
+        seen = []
+        for _ in range(200):
+            before = ai.next_hour
+            ai.update(world)
+            if ai.next_hour != before:
+                seen.append(world.hour)
+            world.step(1)
+        return seen
+
+    assert looks(worth.PacedAI("BLU", AIConfig(strength=1.0), every=72)) == [0, 72, 144]
+    assert looks(GameAI("BLU", AIConfig(strength=1.0)))[:4] == [0, 24, 48, 72]
