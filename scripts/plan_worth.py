@@ -7,6 +7,8 @@ every valid game of a record-ai --player scripted results file, the game's world
 start (`rollout_fidelity.game_start`) and the player's side is played K times on the world alone by:
 
 - `scripted`: the game's own drawn strategy (`ScriptedPlan`, the search's timing);
+- `scripted@S`: the same strategy at the pace of game speed S (1..5; the benchmark's is 5): its seconds
+  (the activation delay, the replanning period) and the screen's waits in the game hours they take at S;
 - `hold`: one army on the front and never an offensive;
 - `ai:S:A`: the game's own AI at strength S (0..1) forming A armies (1..4) -- quicker looks, bolder
   attacks at the weakest point of the front, more than one army (`sim/ai.py`); its orders land at once.
@@ -63,13 +65,25 @@ class PacedAI(GameAI):
             self.next_hour = world.hour + self.every
 
 
-def parse_plan(text: str) -> str | AIPlan:
-    """A --plans entry: `scripted`, `hold`, or the game's AI as `ai:S:A[:H]`."""
+@dataclass(frozen=True)
+class ScriptedAt:
+    """The game's scripted strategy at the pace of game speed `speed`."""
+
+    speed: int
+
+
+def parse_plan(text: str) -> str | AIPlan | ScriptedAt:
+    """A --plans entry: `scripted`, `scripted@S`, `hold`, or the game's AI as `ai:S:A[:H]`."""
     if text in ("scripted", "hold"):
         return text
+    if text.startswith("scripted@"):
+        speed = text.removeprefix("scripted@")
+        if speed not in ("1", "2", "3", "4", "5"):
+            raise ValueError(f"{text}: the speed must be 1..5")
+        return ScriptedAt(int(speed))
     parts = text.split(":")
     if len(parts) not in (3, 4) or parts[0] != "ai":
-        raise ValueError(f"a plan is scripted, hold or ai:STRENGTH:ARMIES[:HOURS], not {text!r}")
+        raise ValueError(f"a plan is scripted[@SPEED], hold or ai:STRENGTH:ARMIES[:HOURS], not {text!r}")
     try:
         every = int(parts[3]) if len(parts) == 4 else None
         if every is not None and every < 1:
@@ -92,16 +106,30 @@ def ai_rollout(world: World, ais: dict[str, GameAI], side: str, plan: AIPlan, se
 
 
 def play(
-    world: World, ais: dict[str, GameAI], side: str, plan: str | AIPlan, choice: Choice, seeds: range
+    world: World,
+    ais: dict[str, GameAI],
+    side: str,
+    plan: str | AIPlan | ScriptedAt,
+    choice: Choice,
+    seeds: range,
 ) -> float:
     """The mean win value of `plan` for `side` over rollouts of `seeds` from `world` (`choice`: the
     game's own scripted strategy)."""
     if isinstance(plan, AIPlan):
         values = [ai_rollout(world, ais, side, plan, i) for i in seeds]
     else:
-        chosen = choice if plan == "scripted" else Choice("none", 0, None)
-        timing = SearchConfig().rollout_timing
-        values = [rollout(world, ais, side, chosen, i, timing=timing) for i in seeds]
+        config = SearchConfig(speed=plan.speed if isinstance(plan, ScriptedAt) else SearchConfig.speed)
+        if plan == "hold":
+            chosen = Choice("none", 0, None)
+        else:  # the game's choice, made at the search's speed, in the hours its seconds take at this one
+            scale = config.hours(1.0) / SearchConfig().hours(1.0)
+            replan = choice.replan_hours
+            chosen = Choice(
+                choice.aim,
+                round(choice.delay_hours * scale),
+                None if replan is None else max(1, round(replan * scale)),
+            )
+        values = [rollout(world, ais, side, chosen, i, timing=config.rollout_timing) for i in seeds]
     return sum(values) / len(values)
 
 

@@ -79,7 +79,8 @@ def test_plan_worth_plays_each_family_from_the_games_starts(scripted_games: Path
     plan = worth.parse_plan("ai:1:3")
     assert (plan.config.strength, plan.config.armies, plan.every) == (1.0, 3, None)
     assert worth.parse_plan("ai:0.5:2:72").every == 72
-    for bad in ("ai:2:1", "ai:1", "ai:x:1", "search", "ai:1:2:0", "ai:1:2:3:4"):
+    assert worth.parse_plan("scripted@3") == worth.ScriptedAt(3)
+    for bad in ("ai:2:1", "ai:1", "ai:x:1", "search", "ai:1:2:0", "ai:1:2:3:4", "scripted@0", "scripted@x"):
         with pytest.raises(ValueError):
             worth.parse_plan(bad)
     script = [sys.executable, str(SCRIPTS / "plan_worth.py"), str(scripted_games), "--max-days", "30"]
@@ -96,6 +97,12 @@ def test_plan_worth_plays_each_family_from_the_games_starts(scripted_games: Path
     assert sum(int(part.split()[1]) for part in picked) == 2
     # The same seeds give the same values: a second run prints the same.
     assert subprocess.run([*script, *plans], capture_output=True, text=True).stdout == done.stdout
+    # At the benchmark's own speed the strategy's pace is the scripted family's: the same values.
+    paced = subprocess.run(
+        [*script, "--k", "2", "--plans", "scripted", "scripted@5"], capture_output=True, text=True
+    )
+    assert paced.returncode == 0, paced.stderr
+    assert "scripted@5   mean win value" in paced.stdout and "against scripted +0.000" in paced.stdout
     refused = subprocess.run([*script, "--plans", "ai:5:1"], capture_output=True, text=True)
     assert refused.returncode != 0 and len(refused.stderr.splitlines()) == 1, refused.stderr
 
