@@ -1,4 +1,4 @@
-"""scripts/rollout_fidelity.py and plan_worth.py: world rollouts against screen games, the ceiling, other plans."""
+"""scripts/rollout_fidelity.py, plan_worth.py and pair_results.py: rollouts against screen games, other plans, pairs."""
 
 from __future__ import annotations
 
@@ -124,3 +124,22 @@ def test_a_paced_ai_looks_at_the_map_every_so_many_hours() -> None:
 
     assert looks(worth.PacedAI("BLU", AIConfig(strength=1.0), every=72)) == [0, 72, 144]
     assert looks(GameAI("BLU", AIConfig(strength=1.0)))[:4] == [0, 24, 48, 72]
+
+
+def test_pair_results_pairs_two_results_files_by_seed_and_side(scripted_games: Path, tmp_path: Path) -> None:
+    script = [sys.executable, str(SCRIPTS / "pair_results.py")]
+    same = [str(scripted_games), str(scripted_games), "--pairs", "1", "--seed", "0", "--names", "x,y"]
+    done = subprocess.run([*script, *same], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("x vs y: 2 paired games of 2")
+    assert "difference +0.0%" in done.stdout and "exact McNemar p = 1" in done.stdout
+    # A plan of more seeds than were played says so.
+    more = subprocess.run([*script, *same[:2], "--pairs", "2", "--seed", "0"], capture_output=True, text=True)
+    assert "INCOMPLETE" in more.stdout
+    for bad in (["--names", "x"], ["--pairs", "0"]):
+        refused = subprocess.run([*script, *same[:6], *bad], capture_output=True, text=True)
+        assert refused.returncode != 0 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    missing = subprocess.run(
+        [*script, str(tmp_path / "no.jsonl"), *same[1:6]], capture_output=True, text=True
+    )
+    assert missing.returncode != 0 and missing.stderr.strip().endswith("no such results file")
