@@ -26,16 +26,14 @@ Try: .venv/bin/python scripts/plan_worth.py runs/bench/presets/scripted/results.
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from dataclasses import dataclass, replace
 
-from rollout_fidelity import game_start, standard_error
+from rollout_fidelity import game_start, games_parser, scripted_rows, standard_error
 
 from hoi4_arena.errors import UserError
 from hoi4_arena.players.search import SearchConfig
-from hoi4_arena.results import read_results
 from hoi4_arena.sim.ai import AIConfig, GameAI
 from hoi4_arena.sim.rollout import Choice, fork, outcome, play_out, rollout
 from hoi4_arena.sim.rules import Rules
@@ -134,10 +132,7 @@ def play(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", help="a results.jsonl of scripted games")
-    parser.add_argument("--k", type=int, default=8, help="rollouts a game and plan (default 8)")
-    parser.add_argument("--max-days", type=int, default=365, help="the games' time limit (default 365)")
+    parser = games_parser(__doc__.splitlines()[0], 8, "rollouts a game and plan")
     parser.add_argument(
         "--plans",
         nargs="+",
@@ -154,11 +149,9 @@ def main() -> None:
         plans = {text: parse_plan(text) for text in args.plans}
         if args.k < 1:
             raise ValueError("--k must be 1 or more")
-        rows = [r for r in read_results(args.results) if r.valid and r.player == "scripted"]
+        rows = scripted_rows(args.results)
     except (ValueError, UserError) as error:
         sys.exit(f"plan_worth: {error}")
-    if not rows:
-        sys.exit(f"{args.results}: no valid scripted games")
     search = SearchConfig()
     means: dict[str, list[float]] = {text: [] for text in plans}
     choices: list[str] = []

@@ -95,6 +95,14 @@ def foretold(games: Sequence[tuple[Sequence[float], float]]) -> Foretold:
     )
 
 
+def scripted_rows(path: str) -> list[GameResult]:
+    """The valid scripted games of a results file; a UserError when there are none."""
+    rows = [r for r in read_results(path) if r.valid and r.player == "scripted"]
+    if not rows:
+        raise UserError(f"{path}: no valid scripted games")
+    return rows
+
+
 def game_start(
     row: GameResult, search: SearchConfig, max_days: int, rules: Rules
 ) -> tuple[World, dict[str, GameAI], Choice]:
@@ -120,11 +128,17 @@ def standard_error(values: Sequence[float]) -> float:
     return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def games_parser(description: str, k: int, k_help: str) -> argparse.ArgumentParser:
+    """A parser of the scripted games' results file, the rollouts a game (`--k`) and `--max-days`."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("results", help="a results.jsonl of scripted games")
-    parser.add_argument("--k", type=int, default=4, help="rollouts a game (default 4)")
+    parser.add_argument("--k", type=int, default=k, help=f"{k_help} (default {k})")
     parser.add_argument("--max-days", type=int, default=365, help="the games' time limit (default 365)")
+    return parser
+
+
+def main() -> None:
+    parser = games_parser(__doc__.splitlines()[0], 4, "rollouts a game")
     parser.add_argument(
         "--timing",
         choices=("screen", "fixed"),
@@ -181,11 +195,9 @@ def main() -> None:
     except ValueError as error:
         sys.exit(f"bad --search-* setting: {error}")
     try:
-        rows = [r for r in read_results(args.results) if r.valid and r.player == "scripted"]
+        rows = scripted_rows(args.results)
     except UserError as error:
         sys.exit(str(error))
-    if not rows:
-        sys.exit(f"{args.results}: no valid scripted games")
     games, stand_ins, gains = [], [], []
     timing = {"timing": search.rollout_timing}
     for row in rows:
