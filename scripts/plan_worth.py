@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from rollout_fidelity import game_start, games_parser, scripted_rows, standard_error
 
@@ -158,7 +158,7 @@ def main() -> None:
     chosen_fresh: list[float] = []  # per game: the chosen family's fresh mean less the scripted one's
     for row in rows:
         try:
-            world, ais, choice = game_start(row, search, args.max_days, replace(Rules()))
+            world, ais, choice = game_start(row, search, args.max_days, Rules())
         except ValueError as error:
             sys.exit(str(error))
 
