@@ -15,7 +15,7 @@ from hoi4_arena.cli import app
 from hoi4_arena.errors import UserError
 from hoi4_arena.evaluation.benchmark import leaderboard
 from hoi4_arena.maps.held_out import on_suite_maps, refuse_suite_maps, session_map, suite_games, suite_maps
-from hoi4_arena.play.benchmark import BenchmarkConfig
+from hoi4_arena.play.benchmark import HANDS, BenchmarkConfig
 from hoi4_arena.results import GameResult, append_result
 from project_scripts import load_script
 
@@ -56,6 +56,36 @@ def test_a_checkpoints_default_decoding_is_the_quickstarts() -> None:
         "temperature": config.temperature,
     }
     assert decoding == PLAY_SETTINGS
+
+
+def test_the_demo_hand_is_the_quickstarts() -> None:
+    from hoi4_arena.quickstart import DEMO_HAND
+
+    assert HANDS["demo"] == DEMO_HAND
+
+
+def test_a_hand_makes_another_player_whose_games_take_it(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    report = _run(
+        "scripted", "scripted:quick", str(out), "--pairs", "1", "--suite", "river", "--max-days", "4"
+    )
+    assert set(report["suites"]["river"]["players"]) == {"scripted", "scripted-quick"}
+    folder = out / "river" / "scripted-quick"
+    identity = json.loads((folder / "player.json").read_text())
+    assert identity["kind"] == "scripted" and identity["hand"] == "quick"
+    settings = json.loads((folder / "record-ai.json").read_text())["settings"]
+    assert settings["think_s"] == [0.0, 0.0] and settings["press_delay_s"] == [0.0, 0.0]
+    default = json.loads((out / "river" / "scripted" / "record-ai.json").read_text())["settings"]
+    assert "think_s" not in default  # the person-like default, as every earlier benchmark played it
+    # The same games from both sides; the quick hand's orders come sooner in each.
+    quick, slow = (
+        {(r["seed"], r["side"]): r for r in _lines(out / "river" / name / "results.jsonl")}
+        for name in ("scripted-quick", "scripted")
+    )
+    assert set(quick) == set(slow) and len(quick) == 2
+    for key in quick:  # the quick hand forms the army a day sooner; in four days only it draws a front
+        assert quick[key]["setup"]["army"] < slow[key]["setup"]["army"]
+        assert quick[key]["setup"]["front"] is not None and slow[key]["setup"]["front"] is None
 
 
 def _run(*args: str) -> dict:
@@ -216,6 +246,9 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     refused(["random", out, "--suite", "lakes"], "--suite must be")
     refused(["random", out, "--mode", "sample"], "--follow-through")
     refused(["random", "random", out], "given twice")
+    refused(["scripted:slow", out], "the hand must be one of quick, demo")
+    refused(["ai:quick", out], "neither a checkpoint file nor scripted")
+    refused(["scripted:quick", "scripted:quick", out], "given twice")
     assert not (tmp_path / "bench").exists()
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "notes.txt").write_text("x")

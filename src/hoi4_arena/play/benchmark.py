@@ -7,7 +7,11 @@ then from RED: 80 games a suite, or the first `--pairs N` pairs (2N games) for a
 A player is a policy checkpoint (played by play-policy with the quickstart's decoding unless the options
 say otherwise), `scripted` (the scripted player, by record-ai), `search` (the search player, by
 record-ai --player search with its default search: docs/search.md), `random` (the seeded uniform baseline,
-by play-policy) or `ai` (the game's AI on both sides, by record-ai --player ai). Every game is the
+by play-policy) or `ai` (the game's AI on both sides, by record-ai --player ai). `scripted:HAND` and
+`search:HAND` play with another hand than the person-like default (`HANDS`: `quick`, no pause before a
+move or a press; `demo`, the quickstart's demonstrations' hand), each its own player (folder
+`scripted-quick`, ...): at speed 5 a second is a game day, so the hand's pace is part of the player's
+strength (docs/search.md, "The pace"). Every game is the
 runner's (`play/runner.py`): 365 days, 960x540, speed 5, the game's AI at 0.5, not recorded unless
 `--record`; a checkpoint's and random's games play `--lockstep` at once over the vector layer
 (`play/lockstep.py`: the same games, one batched policy call a decision). Each player's games go to OUT/SUITE/PLAYER/ (results.jsonl, the command's settings file,
@@ -40,6 +44,13 @@ from hoi4_arena.results import open_run, read_results
 AI = "ai"
 SEARCH = "search"
 NAMED = (SCRIPTED, RANDOM, AI, SEARCH)
+HANDS: dict[str, dict[str, tuple[float, float]]] = {
+    "quick": {"think_s": (0.0, 0.0), "press_delay_s": (0.0, 0.0)},
+    "demo": {"think_s": (0.05, 0.15), "press_delay_s": (0.05, 0.1)},
+}
+"""The hands a scripted or search player may take (`scripted:quick`): record-ai's --think and
+--press-delay, seconds. `demo` is the quickstart's DEMO_HAND (tests/evaluation/test_benchmark.py holds
+the two equal), the hand every learned policy here copied."""
 SETTINGS = "benchmark.json"
 PLAYER_FILE = "player.json"
 SIZE = (540, 960)
@@ -57,7 +68,8 @@ class BenchmarkConfig:
     literals: the command line reads them from this source."""
 
     players: list[str]
-    """Checkpoint files, or the words scripted, search, random, ai."""
+    """Checkpoint files, or the words scripted, search, random, ai; scripted:HAND or search:HAND with
+    HAND quick (no pauses) or demo (the quickstart's demonstrations' hand)."""
     out: Path
     """Folder of every player's games (OUT/SUITE/PLAYER/) and the leaderboard; re-running with it resumes."""
     suite: str = "all"
@@ -144,10 +156,19 @@ class BenchmarkConfig:
     def _spec(self, player: str) -> PlayerSpec:
         if player in NAMED:
             return PlayerSpec(player, player, None, {})
+        kind, colon, hand = player.partition(":")
+        if colon and kind in (SCRIPTED, SEARCH) and not Path(player).is_file():
+            if hand not in HANDS:
+                raise UserError(
+                    f"player {player!r}: the hand must be one of {', '.join(HANDS)}, not {hand!r}"
+                )
+            timing = {key: list(value) for key, value in HANDS[hand].items()}
+            return PlayerSpec(f"{kind}-{hand}", kind, None, {"hand": hand, **timing})
         path = Path(player)
         if not path.is_file():
             raise UserError(
                 f"player {player!r} is neither a checkpoint file nor scripted, search, random or ai"
+                f" (scripted:HAND, search:HAND with HAND one of {', '.join(HANDS)})"
             )
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         decoding = {
@@ -170,7 +191,8 @@ class BenchmarkConfig:
 
 @dataclass(frozen=True)
 class PlayerSpec:
-    """One benchmark player: its folder's name, its kind, and for a checkpoint the file and decoding."""
+    """One benchmark player: its folder's name, its kind, and a checkpoint's file and decoding (a
+    scripted or search player's hand, where not the default)."""
 
     folder: str
     kind: str
@@ -200,7 +222,8 @@ def _player_config(config: BenchmarkConfig, spec: PlayerSpec, suite: str, folder
     if spec.kind in (SCRIPTED, AI, SEARCH):
         from hoi4_arena.play.record_ai import RecordAIConfig
 
-        return RecordAIConfig(player=spec.kind, speeds=(SPEED,), record=config.record, **common)
+        hand = HANDS[spec.decoding["hand"]] if "hand" in spec.decoding else {}
+        return RecordAIConfig(player=spec.kind, speeds=(SPEED,), record=config.record, **hand, **common)
     from hoi4_arena.play.play_policy import PlayConfig
 
     decoding: dict[str, Any] = {}
