@@ -13,6 +13,7 @@ Usage: .venv/bin/python scripts/aim_error.py DATA CHECKPOINT [OTHER]
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import numpy as np
@@ -84,4 +85,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main()

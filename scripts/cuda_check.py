@@ -17,6 +17,7 @@ Usage (the repository's root; the package by PYTHONPATH, no install):
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 import torch
@@ -104,4 +105,5 @@ def main(device: str = "cuda") -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     sys.exit(main(*sys.argv[1:2]))

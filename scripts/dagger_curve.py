@@ -27,6 +27,7 @@ Try: .venv/bin/python scripts/dagger_curve.py docs/screenshots/dagger-curve.png 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -314,4 +315,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main()

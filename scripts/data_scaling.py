@@ -20,6 +20,7 @@ Try: .venv/bin/python scripts/data_scaling.py docs/screenshots/data-scaling.png 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -205,4 +206,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main()

@@ -15,6 +15,7 @@ Try: .venv/bin/python scripts/held_share.py runs/dag-held/run runs/dag-m0/fixed
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -123,4 +124,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     sys.exit(main())

@@ -11,6 +11,7 @@ Usage: .venv/bin/python scripts/interface_messages.py CHECKPOINT [GAMES=6] [MAX_
 
 import collections
 import re
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -75,4 +76,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main()

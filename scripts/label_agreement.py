@@ -14,6 +14,7 @@ Try: .venv/bin/python scripts/label_agreement.py runs/dag-held/played
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -105,4 +106,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     sys.exit(main())

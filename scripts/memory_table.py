@@ -10,6 +10,7 @@ Try: python scripts/memory_table.py /tmp/research-out/split-*/report.json
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -40,4 +41,5 @@ def table(paths: list[str]) -> str:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     print(table(sys.argv[1:]))

@@ -17,6 +17,7 @@ Try: .venv/bin/python scripts/pair_results.py runs/speed3-presets/results.jsonl 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from hoi4_arena.errors import UserError
@@ -45,4 +46,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main()

@@ -27,6 +27,7 @@ Try: .venv/bin/python scripts/plan_worth.py runs/bench/presets/scripted/results.
 from __future__ import annotations
 
 import random
+import signal
 import sys
 from dataclasses import dataclass
 
@@ -194,4 +195,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main()

@@ -23,6 +23,7 @@ Try: .venv/bin/python scripts/replan_tries.py runs/demo/eval/learned runs/demo/e
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -127,4 +128,5 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main(sys.argv[1:])

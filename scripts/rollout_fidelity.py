@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import signal
 import statistics
 import sys
 from collections.abc import Sequence
@@ -238,4 +239,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main()

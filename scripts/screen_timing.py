@@ -22,6 +22,7 @@ Try: .venv/bin/python scripts/screen_timing.py --games 4
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
 
 from hoi4_arena.errors import UserError
@@ -153,4 +154,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly, no traceback
     main()
