@@ -92,7 +92,7 @@ def test_record_ai_plays_search_games_with_replans_searched(tmp_path: Path) -> N
         search_days=10,
         search_kinds=("deep",),
         search_delays=(0.0,),
-        search_replans=(2.0,),
+        search_replans=(2.0, 6.0),
         search_aims=("city", "near"),
     )
     summary = run_record_ai(config)
@@ -102,9 +102,18 @@ def test_record_ai_plays_search_games_with_replans_searched(tmp_path: Path) -> N
     manifest = json.loads((out / row["session"] / "manifest.json").read_text())
     assert manifest["source"] == "scripted" and row["session"].startswith("search-")
     searches = manifest["extra"]["player"]["searches"]
-    assert searches[0]["point"] == "opening" and searches[0]["rollouts"] == 1
+    assert searches[0]["point"] == "opening" and searches[0]["rollouts"] == 2  # K = 1 for each of 2
+    # The row says which opening won: the plan of the manifest's first search.
+    best = searches[0]["best"]
+    assert set(searches[0]["means"]) == {"city/d0h/r48h", "city/d0h/r144h"} and best in searches[0]["means"]
+    assert row["plan"] == {
+        "kind": "deep",
+        "activate_delay_s": 0.0,
+        "replan_every_s": 2.0 if "r48h" in best else 6.0,
+    }
     replans = [s for s in searches[1:] if s["point"] == "replan"]
-    assert replans and all(set(s["means"]) == {"city/d0h/r48h", "near/d0h/r48h"} for s in replans)
+    period = best.rpartition("/")[2]
+    assert replans and all(set(s["means"]) == {f"city/d0h/{period}", f"near/d0h/{period}"} for s in replans)
     settings = json.loads((out / "record-ai.json").read_text())["settings"]
     assert settings["search_aims"] == ["city", "near"] and settings["search_k"] == 1
 

@@ -490,8 +490,15 @@ class _RecordRun:
                 "war": record.war,
                 **({"handover": record.handover} if self.first is not None else {}),
                 **({"intent_policy": self.intent_policy.name} if self.intent_policy is not None else {}),
+                # The search's plan as it chose it (kind, activation delay, replanning period): the
+                # strategy label alone does not tell which candidate won.
+                **({"plan": _plan(record.strategy)} if config.player == "search" else {}),
             },
         )
+
+
+def _plan(strategy: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in strategy.items() if key != "label"}
 
 
 def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
