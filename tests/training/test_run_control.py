@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from hoi4_arena.errors import UserError
-from hoi4_arena.training.run_control import CONFIG, LAST, PROGRESS, TrainingRun, adam, open_run
+from hoi4_arena.training import run_control
+from hoi4_arena.training.run_control import CONFIG, LAST, PROGRESS, TrainingRun, adam, crowded_cores, open_run
 
 
 def _never(path: Path):
@@ -151,3 +152,33 @@ def test_another_run_in_the_folder_and_a_changed_setting_are_refused_before_anyt
     assert not (tmp_path / "new").exists()
     # The settings a resume may change go on from where the run stopped.
     assert train_toy(ToyConfig(str(out)), resume=True, changes={"steps": 4})["steps"] == 4
+
+
+# --- sharing the cores: two torch threads beside a busy process stall (docs/training.md) ---
+
+
+def test_two_threads_on_busy_cores_are_warned_and_one_thread_or_idle_cores_are_not() -> None:
+    assert crowded_cores(2, 1.0, 2) is not None  # the case measured: one busy neighbour on 2 cores
+    assert "--threads 1" in crowded_cores(8, 4.2, 8)
+    assert crowded_cores(1, 3.0, 2) is None  # one thread shares the cores at its speed
+    assert crowded_cores(2, 0.1, 2) is None  # idle cores
+    assert crowded_cores(2, 1.0, 4) is None  # room for both threads beside the neighbour
+
+
+def test_the_run_says_so_when_its_threads_would_share_busy_cores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    threads = torch.get_num_threads()
+    try:
+        run = TrainingRun(tmp_path / "run", "training", (PROGRESS, LAST, CONFIG), _never, resume=False)
+        monkeypatch.setattr(run_control.os, "cpu_count", lambda: 2)
+        monkeypatch.setattr(run_control.os, "getloadavg", lambda: (1.4, 1.0, 0.5))
+        with caplog.at_level("WARNING", logger=run_control.__name__):
+            run.use(2)
+        assert "1-minute load average 1.4 on 2 cores" in caplog.text
+        caplog.clear()
+        with caplog.at_level("WARNING", logger=run_control.__name__):
+            run.use(1)
+        assert caplog.text == ""
+    finally:
+        torch.set_num_threads(threads)

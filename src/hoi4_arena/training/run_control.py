@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import signal
 import threading
@@ -31,6 +32,20 @@ from hoi4_arena.terminal import progress_bar
 log = logging.getLogger(__name__)
 
 Saved = TypeVar("Saved")
+
+
+def crowded_cores(threads: int, load: float, cores: int) -> str | None:
+    """What to tell a run about to compute with `threads` torch threads on `cores` cores whose 1-minute load
+    average (taken before the run computes: the other processes' load) is `load`, or None when they fit.
+    torch's threads wait for each other at every step, so two of them beside one busy process on two
+    cores stall rather than halve (15-20x slower a step, docs/training.md); one thread does not."""
+    if threads < 2 or load < 0.75 or threads + load <= cores + 0.5:
+        return None
+    return (
+        f"the cores look busy (1-minute load average {load:.1f} on {cores} cores): {threads} torch threads "
+        "beside other busy processes can run many times slower than one; --threads 1 shares the cores "
+        "(docs/training.md: sharing the cores)"
+    )
 
 
 def open_run(
@@ -204,9 +219,13 @@ class TrainingRun:
         return stored.resumed_with(resumed_changes(changes, kept))
 
     def use(self, threads: int | None, device: str | None = None) -> torch.device | None:
-        """torch's threads (when given) and the device to train on (None without `device`)."""
+        """torch's threads (when given) and the device to train on (None without `device`); a warning when
+        the threads would share cores that other processes keep busy (`crowded_cores`)."""
         if threads:
             torch.set_num_threads(threads)
+        warning = crowded_cores(torch.get_num_threads(), os.getloadavg()[0], os.cpu_count() or 1)
+        if warning:
+            log.warning(warning)
         return None if device is None else device_of(device)
 
     # --- the folder ---
