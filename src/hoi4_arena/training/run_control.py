@@ -223,9 +223,10 @@ class TrainingRun:
         the threads would share cores that other processes keep busy (`crowded_cores`)."""
         if threads:
             torch.set_num_threads(threads)
-        warning = crowded_cores(torch.get_num_threads(), os.getloadavg()[0], os.cpu_count() or 1)
-        if warning:
-            log.warning(warning)
+        if hasattr(os, "getloadavg"):  # not on Windows
+            warning = crowded_cores(torch.get_num_threads(), os.getloadavg()[0], os.cpu_count() or 1)
+            if warning:
+                log.warning(warning)
         return None if device is None else device_of(device)
 
     # --- the folder ---
