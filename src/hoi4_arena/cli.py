@@ -163,12 +163,23 @@ def evaluate_command(config: EvaluateConfig) -> None:
 def benchmark_command(config: Any) -> None:
     """Players on the held-out suites (presets, river; 80 games each): a leaderboard and every pair compared."""
     from hoi4_arena.evaluation.benchmark import leaderboard, strict
+    from hoi4_arena.evaluation.ratings import refresh_ratings
     from hoi4_arena.play.benchmark import play_benchmark
     from hoi4_arena.terminal import print_json, stderr
 
     played = play_benchmark(config)
     board = leaderboard(config.out, config.suites, config.pairs, config.settings())
     stderr.print((config.out / "leaderboard.md").read_text(), highlight=False, soft_wrap=True)
+    try:
+        league = refresh_ratings(config.out)
+    except UserError as error:
+        stderr.print(f"the league table was not refreshed: {error}", highlight=False, soft_wrap=True)
+    else:
+        if league is not None:
+            gone = "".join(f"; left out, no longer there: {path}" for path in league["left_out"])
+            stderr.print(
+                f"league table refreshed: {config.out / 'ratings.md'}{gone}", highlight=False, soft_wrap=True
+            )
     print_json(strict({**board, **played, "out": str(config.out)}))
     if played["interrupted"]:
         raise typer.Exit(130)

@@ -94,6 +94,10 @@ def _run(*args: str) -> dict:
     return json.loads(result.stdout[result.stdout.index("{") :])
 
 
+def _by_player(table: dict) -> dict[str, dict]:
+    return {row["player"]: row for row in table["players"]}
+
+
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -129,6 +133,9 @@ def test_a_tiny_run_makes_the_leaderboard_and_resumes_without_playing_twice(tmp_
     again = _run("random", "ai", str(out), "--pairs", "1", *quick)
     assert again["runs"] == {f"river/{p}": {"played": 0, "already": 2} for p in ("random", "ai")}
     assert _lines(out / "river" / "random" / "results.jsonl") == rows
+    assert not (out / "ratings.json").exists()  # the leaderboard has its ratings; no league file unasked
+    made = runner.invoke(app, ["ratings", str(out), "--resamples", "20", "--seed", "3"])
+    assert made.exit_code == 0, made.output
 
     # --pairs grows: only the new pair's games are played; ai, not named now, stays on the board with its 2.
     grown = _run("random", str(out), "--pairs", "2", *quick)
@@ -139,6 +146,10 @@ def test_a_tiny_run_makes_the_leaderboard_and_resumes_without_playing_twice(tmp_
     assert table["random"]["valid"] == 4 and table["ai"]["valid"] == 2 and table["ai"]["planned"] == 4
     (pair,) = grown["suites"]["river"]["compared"]
     assert pair["paired_games"] == 2  # compared on the games both have
+    # The league table `ratings` left in the folder is made again with its settings, the new games in it.
+    league = json.loads((out / "ratings.json").read_text())
+    assert _by_player(league["tables"]["river"])["random"]["games"] == 4
+    assert (league["method"]["resamples"], league["method"]["seed"]) == (20, 3)
 
 
 def test_two_decodings_of_one_checkpoint_are_two_players(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from hoi4_arena.evaluation.ratings import (
     benchmark_games,
     fit,
     rate,
+    refresh_ratings,
     run_ratings,
     score_matrix,
 )
@@ -143,6 +144,31 @@ def test_head_to_head_games_move_the_ratings_and_count_once(tmp_path: Path) -> N
     # The file given by name is read the same as its folder.
     same = RatingsConfig(bench, head_to_head=(h2h,), resamples=0, out=tmp_path / "c")
     assert _by_player(run_ratings(same)["tables"]["overall"])["alpha"]["rating"] == rows["alpha"]["rating"]
+
+
+def test_a_benchmark_folders_league_table_is_made_again_as_it_was_made(tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    assert refresh_ratings(bench) is None  # no league table yet: nothing to refresh
+    _write_player(bench, "river", "alpha", ["win", "loss"] * 40)
+    _write_player(bench, "river", "beta", ["win", "loss"] * 40)
+    h2h = _head_to_head_file(tmp_path / "h2h" / "results.jsonl", "alpha", "beta", 30, 20)
+    made = run_ratings(RatingsConfig(bench, head_to_head=(h2h,), resamples=12, seed=5, prior_draws=2.0))
+    _write_player(bench, "presets", "gamma", ["win"] * 80)  # a later benchmark run adds a player
+    again = refresh_ratings(bench)
+    assert again is not None and again["left_out"] == []
+    assert again["method"] == made["method"] and again["sources"] == made["sources"]
+    rows = _by_player(again["tables"]["overall"])
+    assert rows["alpha"]["rating"] == pytest.approx(_by_player(made["tables"]["overall"])["alpha"]["rating"])
+    assert rows["gamma"]["games"] == 80
+    assert json.loads((bench / "ratings.json").read_text())["tables"] == again["tables"]
+    # A head-to-head file gone since is left out and named; the benchmark's games still count.
+    h2h.unlink()
+    gone = refresh_ratings(bench)
+    assert gone is not None and gone["left_out"] == [str(h2h)] and gone["sources"]["head_to_head"] == []
+    assert _by_player(gone["tables"]["overall"])["alpha"]["games"] == 80
+    (bench / "ratings.json").write_text("[1, 2]")
+    with pytest.raises(UserError, match="not a ratings file"):
+        refresh_ratings(bench)
 
 
 def test_the_fit_is_bradley_terry_by_hand() -> None:

@@ -425,3 +425,30 @@ def run_ratings(config: RatingsConfig) -> dict[str, Any]:
     plot_ratings(result, png_path)
     result["files"] = [str(json_path), str(md_path), str(png_path)]
     return result
+
+
+def refresh_ratings(bench: Path) -> dict[str, Any] | None:
+    """Rewrite a benchmark folder's own league table (BENCH/ratings.*, `hoi4-arena ratings BENCH` without
+    --out) with the settings and head-to-head sources it was made with, so players a later benchmark run
+    added are in it; None where the folder has none. Sources gone since are left out, and said so."""
+    path = bench / FILES[0]
+    if not path.is_file():
+        return None
+    try:
+        made = json.loads(path.read_text())
+        method, sources = made["method"], made.get("sources", {})
+        kept = [Path(p) for p in sources.get("head_to_head", [])]
+        config = RatingsConfig(
+            bench=bench,
+            head_to_head=tuple(p for p in kept if p.exists()),
+            resamples=method["resamples"],
+            seed=method["seed"],
+            prior_draws=method["prior_draws"],
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise UserError(
+            f"{path}: not a ratings file this version reads ({error}); run hoi4-arena ratings {bench}"
+        ) from None
+    result = run_ratings(config)
+    result["left_out"] = [str(p) for p in kept if not p.exists()]
+    return result
