@@ -39,10 +39,10 @@ def _board(folder: Path, players: dict[str, tuple[str, int, int, int]]) -> Path:
 
 ACROSS = "plains:0-999,passes:0-999"
 TRAINED = {
-    "/runs/a/last.pt": (96, 0, ACROSS),
-    "/runs/b/last.pt": (384, 0, ACROSS),
-    "/runs/c/last.pt": (384, 1, ACROSS),
-    "/runs/q/last.pt": (96, 0, "plains:0"),
+    "/runs/a/last.pt": (96, 0, ACROSS, 3000),
+    "/runs/b/last.pt": (384, 0, ACROSS, 3000),
+    "/runs/c/last.pt": (384, 1, ACROSS, 12000),
+    "/runs/q/last.pt": (96, 0, "plains:0", None),
 }
 
 
@@ -67,8 +67,15 @@ def test_policies_grouped_by_demonstrations(tmp_path: Path) -> None:
     }
     assert scaling.curves(rows, "river", "setups")[ACROSS] == {96: [0.7], 384: [0.5, 0.6]}
     text = scaling.table(rows)
-    assert f"| presets | a | 96 | 0 | {ACROSS} | 3 / 1 / 16 | 14 of 20 |" in text
-    assert "| river | scripted |  |  |  | 8 / 1 / 11 | 20 of 20 |" in text
+    assert f"| presets | a | 96 | 0 | {ACROSS} | 3000 | 3 / 1 / 16 | 14 of 20 |" in text
+    assert "| river | scripted |  |  |  |  | 8 / 1 / 11 | 20 of 20 |" in text
+    # the steps curve: a line per recipe and number of demonstrations; a policy without steps left out
+    assert scaling.curves(rows, "presets", "wins", "steps") == {
+        f"{ACROSS}, 96 demonstrations": {3000: [0.15]},
+        f"{ACROSS}, 384 demonstrations": {3000: [0.1], 12000: [0.2]},
+    }
+    steps = scaling.plot(rows, tmp_path / "pics" / "steps.png", "steps")
+    assert steps.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert scaling._short(ACROSS) == "2 presets:0-999" and scaling._short("plains:0") == "plains:0"
     picture = scaling.plot(rows, tmp_path / "pics" / "scaling.png")
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -82,14 +89,20 @@ def test_trained_on_reads_the_training_folder(tmp_path: Path) -> None:
     (run / "config.json").write_text(
         json.dumps({"train": {"data": str(data), "sources": ["scripted"], "seed": 3}})
     )
-    assert scaling.trained_on(str(run / "last.pt")) == (0, 3, "?")  # an empty data folder: no sessions
+    assert scaling.trained_on(str(run / "last.pt")) == (0, 3, "?", None)  # an empty data folder: no sessions
     (data / "record-ai.json").write_text(json.dumps({"settings": {"arena": "plains:0-999"}}))
     assert scaling.trained_on(str(run / "last.pt"))[2] == "plains:0-999"
     # a relative data folder is read from where train-bc ran: the training folder less its `out`
     (run / "config.json").write_text(
         json.dumps({"train": {"data": "demos", "out": "bc", "sources": ["scripted"], "seed": 3}})
     )
-    assert scaling.trained_on(str(run / "last.pt")) == (0, 3, "plains:0-999")
+    assert scaling.trained_on(str(run / "last.pt")) == (0, 3, "plains:0-999", None)
+    # its steps: max_steps of a run from nothing; none for one that continued from a checkpoint
+    train = {"data": "demos", "out": "bc", "sources": ["scripted"], "seed": 3, "max_steps": 12000}
+    (run / "config.json").write_text(json.dumps({"train": train}))
+    assert scaling.trained_on(str(run / "last.pt"))[3] == 12000
+    (run / "config.json").write_text(json.dumps({"train": {**train, "init": "runs/x/last.pt"}}))
+    assert scaling.trained_on(str(run / "last.pt"))[3] is None
     # the demonstrations' length, where record-ai.json has it, is part of the recipe
     (data / "record-ai.json").write_text(json.dumps({"settings": {"arena": ACROSS, "max_days": 365}}))
     assert scaling.trained_on(str(run / "last.pt"))[2] == f"{ACROSS} (365 days)"
