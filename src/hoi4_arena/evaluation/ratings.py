@@ -437,10 +437,11 @@ def refresh_ratings(bench: Path) -> dict[str, Any] | None:
     try:
         made = json.loads(path.read_text())
         method, sources = made["method"], made.get("sources", {})
-        kept = [Path(p) for p in sources.get("head_to_head", [])]
+        named = [Path(p) for p in sources.get("head_to_head", [])]
+        gone = [str(p) for p in named if not p.exists()]
         config = RatingsConfig(
             bench=bench,
-            head_to_head=tuple(p for p in kept if p.exists()),
+            head_to_head=tuple(p for p in named if str(p) not in gone),
             resamples=method["resamples"],
             seed=method["seed"],
             prior_draws=method["prior_draws"],
@@ -450,5 +451,5 @@ def refresh_ratings(bench: Path) -> dict[str, Any] | None:
             f"{path}: not a ratings file this version reads ({error}); run hoi4-arena ratings {bench}"
         ) from None
     result = run_ratings(config)
-    result["left_out"] = [str(p) for p in kept if not p.exists()]
+    result["left_out"] = gone
     return result
