@@ -9,12 +9,20 @@ from it, ready in milliseconds. A worker still gets from the parent what spawn g
 arguments, `sys.path` and the working directory; its environment is the parent's as it was when the
 first worker started. Where the platform has no fork server, `spawn` is used.
 
+A worker blocked on a queue never learns that its parent was killed (SIGTERM, SIGKILL): a queue's pipe
+has its writing end in the worker too, so no end of file arrives, and the worker, the fork server it
+keeps alive and the resource tracker would wait forever. `exit_with_parent`, called first in a worker,
+ends the worker when its parent's process ends.
+
 Try: python bench/worker_start.py
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import threading
+from multiprocessing.connection import wait
 from multiprocessing.context import BaseContext
 
 PRELOAD = ("hoi4_arena.data.loader", "hoi4_arena.play.rollout_worker")
@@ -29,3 +37,20 @@ def worker_context(method: str | None = None) -> BaseContext:
     if method == "forkserver":
         context.set_forkserver_preload(list(PRELOAD))  # read only when the server starts
     return context
+
+
+def exit_with_parent(code: int = 1) -> None:
+    """In a worker process: end it (`os._exit(code)`) as soon as the process that started it has ended.
+
+    A daemon thread waits on the parent's sentinel (a pipe the parent holds open while it lives); nothing
+    of the worker's state is cleaned up, as after SIGKILL. Does nothing in a process not started by
+    multiprocessing."""
+    parent = mp.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(code)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -114,6 +115,56 @@ def test_a_killed_run_resumes_from_its_last_save(marker_data: Path, tmp_path: Pa
     assert resumed["steps"] == straight["steps"] == 6
     a, b = weights(tmp_path / "straight" / "last.pt"), weights(out / "last.pt")
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _session_processes(session: int) -> list[int]:
+    """The processes still running in a session (those its leader started, whoever their parent now is)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getsid(int(entry.name)) == session and "Z" not in _state(entry):
+                    found.append(int(entry.name))
+            except OSError:
+                continue  # ended meanwhile
+    return found
+
+
+def _state(entry: Path) -> str:
+    return entry.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_killed_run_leaves_no_worker_process_behind(marker_data: Path, tmp_path: Path, signum: int) -> None:
+    # A data worker blocked on its queue, the fork server it keeps alive and the resource tracker would
+    # outlive a killed run forever (processes.exit_with_parent).
+    out = tmp_path / "killed"
+    args = [*FAST, *TINY_ARGS, "--workers", "1", "--epochs", "1000", "--save-every", "0"]
+    command = [sys.executable, "-m", "hoi4_arena.cli", "train-bc", str(marker_data), str(out), *args]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    process = subprocess.Popen([*command, "--max-steps", "100000"], **quiet, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while (
+            time.monotonic() < deadline
+            and process.poll() is None
+            and len(_session_processes(process.pid)) < 3
+        ):
+            time.sleep(0.05)
+        time.sleep(0.5)  # the worker busy at its queue
+        started = _session_processes(process.pid)
+        assert process.poll() is None and len(started) >= 3, "the run's data worker never started"
+        process.send_signal(signum)
+    finally:
+        process.wait()
+    deadline = time.monotonic() + 30
+    while _session_processes(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _session_processes(process.pid)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)  # not to leak them into the rest of the suite
+    assert not left, f"left running after the run was killed: {left}"
 
 
 def test_bursts_and_clicks_after_moves_are_masked_not_trained(tmp_path: Path) -> None:

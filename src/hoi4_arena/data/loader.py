@@ -53,7 +53,7 @@ from hoi4_arena.data.shuffle import WindowRef, WorkerPlan, epoch_plan, ordered_p
 from hoi4_arena.data.sources import SessionSource
 from hoi4_arena.data.windows import Window, cut_windows, idle_spans, needed_decisions, plan_spans
 from hoi4_arena.errors import UserError
-from hoi4_arena.processes import worker_context
+from hoi4_arena.processes import exit_with_parent, worker_context
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +211,7 @@ def run_plan(
 def _worker_main(settings: DataSettings, tasks: Any, results: Any) -> None:
     """A worker process: carry out each task's plan, putting its items on `results`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the training thread decides how to stop
+    exit_with_parent()  # a killed training run leaves no worker waiting on its queue
     keep_freed_memory()  # frames and windows are built and dropped all the time (allocator.py)
     for task in iter(tasks.get, None):
         task_id, sessions, plan, start = task

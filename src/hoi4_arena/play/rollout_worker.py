@@ -58,16 +58,20 @@ def _serve(connection: Any, settings: RolloutSettings, scratch: str) -> None:
         while True:
             try:
                 request = connection.recv()
-            except EOFError:
-                return
+            except (EOFError, ConnectionResetError):
+                return  # the learner has gone
             if request[0] == "close":
-                connection.send(None)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    connection.send(None)
                 return
             try:
                 answer = handler.handle(request)
             except Exception:
                 answer = ("error", traceback.format_exc())
-            connection.send(answer)
+            try:
+                connection.send(answer)
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the learner was killed while this process played: end quietly
     finally:
         for game in games.values():
             game.shutdown()
