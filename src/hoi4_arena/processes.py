@@ -12,7 +12,8 @@ first worker started. Where the platform has no fork server, `spawn` is used.
 A worker blocked on a queue never learns that its parent was killed (SIGTERM, SIGKILL): a queue's pipe
 has its writing end in the worker too, so no end of file arrives, and the worker, the fork server it
 keeps alive and the resource tracker would wait forever. `exit_with_parent`, called first in a worker,
-ends the worker when its parent's process ends.
+ends the worker when its parent's process ends. `ending_with_parent` does the same for a program run with
+`subprocess` (a private Xvfb, the simulator's window): killed outright, a run leaves none of them behind.
 
 Try: python bench/worker_start.py
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sys
 import threading
 from multiprocessing.connection import wait
 from multiprocessing.context import BaseContext
@@ -54,3 +56,24 @@ def exit_with_parent(code: int = 1) -> None:
         os._exit(code)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+_EXEC_ENDING_WITH_PARENT = """\
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG, kept across exec
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(0)  # the parent ended before the line above
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+def ending_with_parent(argv: list[str]) -> list[str]:
+    """`argv` run so that the program gets SIGTERM when this process ends, however it ends (Linux).
+
+    The command becomes a small Python that asks the kernel for the signal (PR_SET_PDEATHSIG) and then
+    becomes the program itself (exec: the same process id, the same file descriptors). The kernel sends
+    it when the thread that started the program ends, so only the main thread, which ends with the
+    process, asks for it; elsewhere, and on other systems, `argv` is returned as it is."""
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return list(argv)
+    return [sys.executable, "-I", "-S", "-c", _EXEC_ENDING_WITH_PARENT, str(os.getpid()), *argv]

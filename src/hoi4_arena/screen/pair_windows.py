@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hoi4_arena.maps.model import TAGS
+from hoi4_arena.processes import ending_with_parent
 from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.pair_worker import NORMAL
@@ -150,8 +151,12 @@ class PairWindows:
             ]
             env = {**os.environ, "SDL_AUDIODRIVER": "dummy"}
             with host_log.open("wb") as stderr:
-                process = subprocess.Popen(
-                    command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
+                process = subprocess.Popen(  # a killed run leaves no pair host (and so no window) behind
+                    ending_with_parent(command),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
                 )
             pair = WindowPair(process, host_log, barrier_timeout_s)
             try:

@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from hoi4_arena.processes import ending_with_parent
 from hoi4_arena.scratch import scratch_folder
 from hoi4_arena.screen.layout import ViewLayout
 from hoi4_arena.screen.worker import CaptureRequest, WorkerError
@@ -92,8 +93,12 @@ class WindowGames:
             ]
             env = {**os.environ, "DISPLAY": self.xvfb.display, "SDL_AUDIODRIVER": "dummy"}
             with window_log.open("wb") as stderr:
-                process = subprocess.Popen(
-                    command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
+                process = subprocess.Popen(  # a killed run leaves no window behind
+                    ending_with_parent(command),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
                 )
             worker = None
             try:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from hoi4_arena.errors import UserError
+from hoi4_arena.processes import ending_with_parent
 
 
 @dataclass
@@ -37,23 +38,25 @@ class Xvfb:
             )
         read_fd, write_fd = os.pipe()
         self.process = subprocess.Popen(
-            [
-                binary,
-                "-displayfd",
-                str(write_fd),
-                "-screen",
-                "0",
-                f"{self.width}x{self.height}x{self.depth}",
-                "-nolisten",
-                "tcp",
-                "-noreset",
-                "+extension",
-                "XFIXES",
-                "+extension",
-                "XTEST",
-                "+extension",
-                "RECORD",
-            ],
+            ending_with_parent(
+                [
+                    binary,
+                    "-displayfd",
+                    str(write_fd),
+                    "-screen",
+                    "0",
+                    f"{self.width}x{self.height}x{self.depth}",
+                    "-nolisten",
+                    "tcp",
+                    "-noreset",
+                    "+extension",
+                    "XFIXES",
+                    "+extension",
+                    "XTEST",
+                    "+extension",
+                    "RECORD",
+                ]
+            ),
             pass_fds=(write_fd,),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
