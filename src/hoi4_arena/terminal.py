@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 stderr = Console(stderr=True)
 
@@ -76,9 +78,59 @@ def print_json(result: Any) -> None:
     sys.stdout.flush()
 
 
-def progress_bar(transient: bool = False) -> Progress:
-    """A rich progress bar on stderr with counts, elapsed and remaining time."""
-    return Progress(
+LINE_EVERY_S = 60.0
+"""Where stderr is a file or a pipe: how often a running progress bar writes its plain line."""
+
+
+class _Progress(Progress):
+    """rich's Progress, which draws nothing to a file or a pipe until its bars stop (a background run's
+    log stays empty for an epoch); there, while it runs, it writes one plain line per unfinished bar
+    every `line_every_s` seconds: `epoch 1/1000: 412/1214, 0:03:10 elapsed`."""
+
+    def __init__(self, *columns: Any, line_every_s: float, **kwargs: Any) -> None:
+        super().__init__(*columns, **kwargs)
+        self._line_every_s = line_every_s
+        self._lines_stop = threading.Event()
+        self._lines: threading.Thread | None = None
+
+    def start(self) -> None:
+        super().start()
+        if self._line_every_s > 0 and not self.console.is_terminal and self._lines is None:
+            self._lines_stop.clear()
+            self._lines = threading.Thread(target=self._write_lines, name="progress-lines", daemon=True)
+            self._lines.start()
+
+    def stop(self) -> None:
+        if self._lines is not None:
+            self._lines_stop.set()
+            self._lines.join()
+            self._lines = None
+        super().stop()
+
+    def plain_lines(self) -> list[str]:
+        """A line for each visible bar not yet finished."""
+        lines = []
+        for task in self.tasks:
+            if not task.visible or (task.total is not None and task.completed >= task.total):
+                continue
+            name = Text.from_markup(task.description).plain
+            done = f"{task.completed:g}" + (f"/{task.total:g}" if task.total is not None else "")
+            seconds = int(task.elapsed or 0)
+            lines.append(
+                f"{name}: {done}, {seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d} elapsed"
+            )
+        return lines
+
+    def _write_lines(self) -> None:
+        while not self._lines_stop.wait(self._line_every_s):
+            for line in self.plain_lines():
+                self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def progress_bar(transient: bool = False, line_every_s: float = LINE_EVERY_S) -> Progress:
+    """A rich progress bar on stderr with counts, elapsed and remaining time; to a file or a pipe, a
+    plain line per bar every `line_every_s` seconds while it runs (0: none)."""
+    return _Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -86,6 +138,7 @@ def progress_bar(transient: bool = False) -> Progress:
         TimeRemainingColumn(),
         console=stderr,
         transient=transient,
+        line_every_s=line_every_s,
     )
 
 
