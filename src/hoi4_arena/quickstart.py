@@ -395,7 +395,7 @@ def _wall_minutes(config: QuickstartConfig, stage: str) -> float:
 
 def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
     """Scripted games against the AI, recorded; the last `val_games` sessions held out."""
-    from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
+    from hoi4_arena.play.record_ai import RecordAIConfig, hold_out_last, run_record_ai
 
     demos = config.out / "demos"
     scaled = config.scaled
@@ -416,11 +416,7 @@ def record_demonstrations(config: QuickstartConfig) -> dict[str, Any]:
             )
         )
     )
-    sessions = [row.extra["session"] for row in read_results(demos / "results.jsonl") if row.valid]
-    if len(sessions) <= config.val_games:
-        raise UserError(f"only {len(sessions)} valid demonstration games in {demos}: too few to train on")
-    held_out = sessions[-config.val_games :]
-    (demos / "splits.json").write_text(json.dumps(dict.fromkeys(held_out, "val"), indent=2) + "\n")
+    held_out = hold_out_last(demos, config.val_games)
     return {
         "games": summary["games"],
         "valid": summary["valid"],

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from hoi4_arena.data.sources import find_sessions
 from hoi4_arena.errors import UserError
 from hoi4_arena.evaluation.winrate import win_rate
 from hoi4_arena.play.record_ai import RecordAIConfig, run_record_ai
@@ -118,8 +119,16 @@ def test_resume_skips_finished_games_and_replays_an_unfinished_one(tmp_path: Pat
     # Game 1 was interrupted: its row is missing and its session folder half written.
     (out / "results.jsonl").write_text(json.dumps(first[0]) + "\n")
     (out / first[1]["session"] / "screen.mkv").write_bytes(b"torn")
-    run_record_ai(config(out, max_days=6))
+    again = run_record_ai(config(out, max_days=6, hold_out=1))  # holding out does not decide the games
     assert rows_of(out) == first and check_session(out / first[1]["session"])["verdict"] == "ok"
+    assert again["held_out"] == [first[1]["session"]]
+    assert json.loads((out / "splits.json").read_text()) == {first[1]["session"]: "val"}
+    found = find_sessions(out)
+    assert [s.id for s in found.val] == [first[1]["session"]] and len(found.train) == 1
+    # Holding out every game would leave nothing to train on: a warning, no splits.json written anew.
+    (out / "splits.json").unlink()
+    assert run_record_ai(config(out, max_days=6, hold_out=2))["held_out"] == []
+    assert not (out / "splits.json").exists()
     with pytest.raises(UserError, match="other settings.*max_days"):
         run_record_ai(config(out, max_days=7))
     (tmp_path / "busy").mkdir()
@@ -165,6 +174,7 @@ def test_an_ai_game_is_recorded_with_the_spectator_s_clicks(tmp_path: Path) -> N
         ({"arena": "plains:a-b"}, "a range of them A-B"),
         ({"arena": "plains:-3"}, "a range of them A-B"),
         ({"arena": "plains,"}, "one or more maps"),
+        ({"hold_out": -1}, "--hold-out must be a whole number >= 0"),
     ],
 )
 def test_bad_settings_are_refused(tmp_path: Path, changes: dict, message: str) -> None:

@@ -46,6 +46,7 @@ Try: hoi4-arena record-ai runs/scripted --player scripted --arena all --games 7 
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -68,10 +69,11 @@ from hoi4_arena.play.runner import (
     slug,
 )
 from hoi4_arena.players.search import SEARCH_FIELDS, SearchOptions, SearchPlayer
-from hoi4_arena.results import GameResult
+from hoi4_arena.results import GameResult, read_results
 from hoi4_arena.screen.backends import backend
 from hoi4_arena.screen.game import GameRecord, GameSettings, sampling_seed
 from hoi4_arena.screen.worker import Worker
+from hoi4_arena.sessions.splits import SPLITS_FILE
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +149,9 @@ class RecordAIConfig(SearchOptions):
     which starts it with new_game; the same rows and sessions as without. Presets only, not --ray."""
     peers: Path | None = None
     """Peers file for --peer (default: $HOI4_ARENA_PEERS, else ~/.config/hoi4-arena/peers.json)."""
+    hold_out: int = 0
+    """Hold out the last N valid games for validation: OUT/splits.json marks their sessions split val
+    (train-bc's held-out metrics), written again as each run ends; 0: none."""
     progress: bool = True
     """Progress bars on stderr."""
 
@@ -176,6 +181,7 @@ class RecordAIConfig(SearchOptions):
             ("--seed", self.seed, 0),
             ("--max-days", self.max_days, 1),
             ("--ray-games", self.ray_games, 0),
+            ("--hold-out", self.hold_out, 0),
         ):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
@@ -252,6 +258,7 @@ class RecordAIConfig(SearchOptions):
             "peer",
             "peers",
             "record",
+            "hold_out",
         ):
             data.pop(key)
         data["size"] = [self.size[1], self.size[0]]
@@ -523,4 +530,23 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
             ray_games=config.ray_games,
             window=not backend(config.game).headless,
         )
-    return {"player": config.player, **summary, "settings": config.settings()}
+    held_out = {}
+    if config.hold_out and config.record:
+        try:
+            held_out = {"held_out": hold_out_last(config.out, config.hold_out)}
+        except UserError as error:
+            log.warning("%s; no splits.json written", error)
+            held_out = {"held_out": []}
+    return {"player": config.player, **summary, **held_out, "settings": config.settings()}
+
+
+def hold_out_last(folder: Path, games: int) -> list[str]:
+    """Mark the sessions of the last `games` valid games in `folder`'s results.jsonl split val
+    (`folder`/splits.json, written anew); their ids. Refused when that would leave nothing to train on."""
+    rows = read_results(folder / "results.jsonl")
+    sessions = [row.extra["session"] for row in rows if row.valid and row.extra.get("session")]
+    if len(sessions) <= games:
+        raise UserError(f"only {len(sessions)} valid games recorded in {folder}: too few to hold out {games}")
+    held_out = sessions[-games:]
+    (folder / SPLITS_FILE).write_text(json.dumps(dict.fromkeys(held_out, "val"), indent=2) + "\n")
+    return held_out
