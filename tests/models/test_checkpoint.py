@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from pathlib import Path
 
 import pytest
@@ -107,8 +108,17 @@ def test_files_that_are_not_policy_checkpoints_are_refused(tmp_path, tiny_config
         load_checkpoint(junk)
     for text in ("hello world\n", "{}", "0.5\n", "PK"):  # text files named .pt (a legacy pickle read)
         junk.write_text(text)
-        with pytest.raises(UserError, match="cannot read checkpoint"):
+        with pytest.raises(UserError, match="cannot read checkpoint") as refused:
             load_checkpoint(junk)
+        assert "\n" not in str(refused.value) and "weights_only" not in str(refused.value)
+    # A pickle that would run code to load (here: print) is refused with the reason, and torch's advice to
+    # load it with weights_only=False (running that code) is not passed on.
+    junk.write_bytes(pickle.dumps(print, protocol=2))
+    with pytest.raises(
+        UserError, match="not a torch save of plain weights .*needs its own code run"
+    ) as refused:
+        load_checkpoint(junk)
+    assert "weights_only" not in str(refused.value)
     other = tmp_path / "other.pt"
     torch.save({"weights": torch.zeros(2)}, other)
     with pytest.raises(UserError, match="is not a hoi4-arena policy checkpoint"):

@@ -26,6 +26,7 @@ import datetime as dt
 import hashlib
 import os
 import pickle
+import re
 import struct
 import subprocess
 import zipfile
@@ -169,8 +170,18 @@ def read_torch_file(path: Path, what: str) -> Any:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except UNREADABLE as error:
-        text = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UserError(f"cannot read {what} {path}: {text}") from None
+        raise UserError(f"cannot read {what} {path}: {_reason(error)}") from None
+
+
+def _reason(error: BaseException) -> str:
+    """torch.load's error in a line. Its weights-only refusal advises loading with weights_only=False, which
+    would run whatever code the file holds: the reason is given instead, without the advice."""
+    text = str(error)
+    if text.startswith("Weights only load failed"):
+        found = re.search(r"WeightsUnpickler error:\s*(.+?)\n", text + "\n")
+        detail = f" ({found.group(1).strip()})" if found else ""
+        return f"not a torch save of plain weights{detail}; a file that needs its own code run to load is refused"
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def load_checkpoint(
