@@ -128,6 +128,9 @@ def test_files_that_are_not_policy_checkpoints_are_refused(tmp_path, tiny_config
     truncated.write_bytes(data[: len(data) // 2])
     with pytest.raises(UserError, match="cannot read checkpoint"):
         load_checkpoint(truncated)
+    truncated.write_bytes(data[:5000])  # cut inside the first record: the reader seeks past the end
+    with pytest.raises(UserError, match="cannot read checkpoint .*: not a torch save, or a cut-off one"):
+        load_checkpoint(truncated)
 
 
 def test_weights_that_do_not_fit_the_config_are_refused(tmp_path, tiny_config) -> None:

@@ -23,6 +23,7 @@ Try: .venv/bin/python -m pytest -q tests/models/test_checkpoint.py
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
 import os
 import pickle
@@ -181,7 +182,11 @@ def _reason(error: BaseException) -> str:
         found = re.search(r"WeightsUnpickler error:\s*(.+?)\n", text + "\n")
         detail = f" ({found.group(1).strip()})" if found else ""
         return f"not a torch save of plain weights{detail}; a file that needs its own code run to load is refused"
-    return text.splitlines()[0] if text else type(error).__name__
+    line = text.splitlines()[0] if text else ""
+    if isinstance(error, RuntimeError) or (isinstance(error, OSError) and error.errno != errno.EINVAL):
+        return line or type(error).__name__  # a missing or unreadable file, a torn zip archive: said well
+    # The unpickler's own errors on junk say little by themselves (a KeyError's text is a number).
+    return f"not a torch save, or a cut-off one ({type(error).__name__}{': ' + line if line else ''})"
 
 
 def load_checkpoint(
