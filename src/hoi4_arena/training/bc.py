@@ -373,7 +373,11 @@ def train_bc(
     settings = data_settings(config, data, policy_config)
     val_refs = sample_refs([len(settings.spans(s)) for s in data.val], config.val_windows, config.seed)
     if not data.val:
-        log.warning("no held-out session (split val) under %s: no held-out metrics", config.data)
+        log.warning(
+            "no held-out session (split val) under %s: no held-out metrics (record-ai --hold-out N holds "
+            "out the last games; or mark some split val in DATA/splits.json)",
+            config.data,
+        )
     # Advantage-weighted regression: refuses, naming them, training sessions without advantages.
     advantage = (
         AdvantageWeights(data.train, settings, config.beta, config.max_weight) if config.advantage else None
