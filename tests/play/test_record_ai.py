@@ -175,6 +175,7 @@ def test_an_ai_game_is_recorded_with_the_spectator_s_clicks(tmp_path: Path) -> N
         ({"arena": "plains:-3"}, "a range of them A-B"),
         ({"arena": "plains,"}, "one or more maps"),
         ({"hold_out": -1}, "--hold-out must be a whole number >= 0"),
+        ({"hold_out": 1, "record": False}, "not with --no-record"),
     ],
 )
 def test_bad_settings_are_refused(tmp_path: Path, changes: dict, message: str) -> None:

@@ -185,6 +185,8 @@ class RecordAIConfig(SearchOptions):
         ):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
                 raise UserError(f"{what} must be a whole number >= {low}, not {value!r}")
+        if self.hold_out and not self.record:
+            raise UserError("--hold-out holds out recorded sessions: not with --no-record")
         if not self.speeds or any(s not in range(1, 6) for s in self.speeds):
             raise UserError(f"--speeds must be game speeds 1..5 (e.g. 5, or 3,5), not {self.speeds!r}")
         if self.codec not in ("x264", "ffv1"):
@@ -531,7 +533,7 @@ def run_record_ai(config: RecordAIConfig) -> dict[str, Any]:
             window=not backend(config.game).headless,
         )
     held_out = {}
-    if config.hold_out and config.record:
+    if config.hold_out:
         try:
             held_out = {"held_out": hold_out_last(config.out, config.hold_out)}
         except UserError as error:
