@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import warnings
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,13 @@ def test_files_that_are_not_policy_checkpoints_are_refused(tmp_path, tiny_config
         with pytest.raises(UserError, match="cannot read checkpoint") as refused:
             load_checkpoint(junk)
         assert "\n" not in str(refused.value) and "weights_only" not in str(refused.value)
+    # Junk that starts like a pickle of protocol 4: torch warns of the protocol and asks for an issue to be
+    # filed with it; the user sees only the one-line error.
+    junk.write_bytes(b"\x80\x04junk that is no pickle")
+    with warnings.catch_warnings(record=True) as warned, pytest.raises(UserError, match="cut-off one"):
+        warnings.simplefilter("always")
+        load_checkpoint(junk)
+    assert [str(w.message) for w in warned] == []
     # A pickle that would run code to load (here: print) is refused with the reason, and torch's advice to
     # load it with weights_only=False (running that code) is not passed on.
     junk.write_bytes(pickle.dumps(print, protocol=2))

@@ -30,6 +30,7 @@ import pickle
 import re
 import struct
 import subprocess
+import warnings
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -167,9 +168,13 @@ UNREADABLE = (
 def read_torch_file(path: Path, what: str) -> Any:
     """The contents of a torch save a user gave (`weights_only`: no pickled code runs); a file that cannot be
     read is a UserError naming `what` it should have been. Every loader of the project's .pt files reads
-    through here, so each refuses the same broken files the same way."""
+    through here, so each refuses the same broken files the same way. torch's warning about a pickle
+    protocol it did not write (junk often starts like one; it asks the user to file an issue with torch) is
+    kept off the user's screen: the error says what is wrong."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            return torch.load(path, map_location="cpu", weights_only=True)
     except UNREADABLE as error:
         raise UserError(f"cannot read {what} {path}: {_reason(error)}") from None
 

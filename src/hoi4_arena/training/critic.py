@@ -41,7 +41,13 @@ from hoi4_arena.data.loader import DataSettings, WindowLoader
 from hoi4_arena.data.shuffle import WindowRef
 from hoi4_arena.data.sources import SessionSource
 from hoi4_arena.errors import UserError
-from hoi4_arena.models.checkpoint import Provenance, load_checkpoint, save_checkpoint, weights_sha256
+from hoi4_arena.models.checkpoint import (
+    Provenance,
+    load_checkpoint,
+    read_torch_file,
+    save_checkpoint,
+    weights_sha256,
+)
 from hoi4_arena.models.config import PolicyConfig
 from hoi4_arena.models.policy import Observation, Policy, PolicyState
 from hoi4_arena.training.run_control import TrainingRun, adam
@@ -273,8 +279,8 @@ def load_critic(path: str | Path, device: torch.device) -> Any:
     """A train-critic checkpoint (a policy checkpoint with `extra["critic"]`), else a UserError."""
     path = Path(path)
     try:
-        head = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # noqa: BLE001 -- load_checkpoint says what is wrong with the file
+        head = read_torch_file(path, "a critic checkpoint")
+    except UserError:  # load_checkpoint says what is wrong with the file
         head = None
     if isinstance(head, dict) and head.get("format") == "hoi4-arena-state-value":
         raise UserError(f"{path} is a state-value checkpoint: give it with --state-value")
