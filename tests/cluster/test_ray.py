@@ -46,11 +46,17 @@ def pixels(video: Path) -> list[np.ndarray]:
         return [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
 
 
-def test_a_ray_run_records_what_the_local_loop_records(tmp_path: Path, cluster: str) -> None:
+def test_a_ray_run_records_what_the_local_loop_records(tmp_path: Path, cluster: str, capsys) -> None:
     local, on_ray = tmp_path / "local", tmp_path / "ray"
     run_record_ai(config(local))
-    summary = run_record_ai(config(on_ray, ray=cluster))
+    capsys.readouterr()
+    summary = run_record_ai(config(on_ray, ray=cluster, progress=True))
     assert summary["games"] == 2 and summary["this_run"]["games"] == 2
+    # The games play in the tasks: the second bar names the game awaited, not a count of decisions that
+    # never moves.
+    progress = capsys.readouterr().err
+    assert "waiting for game 1 (plains:0 s20 RED); 1 on Ray" in progress and "decisions" not in progress
+    assert "/25" not in progress  # no total: the decisions per game are not what it counts
     assert rows_of(on_ray) == rows_of(local)  # the rows hold no wall-clock field
     sessions = sorted(p.name for p in local.iterdir() if p.is_dir())
     assert len(sessions) == 2 and sorted(p.name for p in on_ray.iterdir() if p.is_dir()) == sessions

@@ -143,3 +143,20 @@ def test_a_map_played_on_one_side_per_game_takes_the_entries_game_by_game(tmp_pa
         checkpoint="random", out=tmp_path / "p", games=4, arena="plains:0-9,ford", side="RED", seed=8
     )
     assert [play.game_map(i)[1] for i in range(4)] == ["plains:8", "ford:0", "plains:0", "ford:0"]
+
+
+def test_the_progress_lines_of_games_played_at_once_or_elsewhere_count_without_a_total() -> None:
+    # To a log file the bars are plain lines, and a bar whose count reached its total is left out: the
+    # second bar must drop the one game's total when it counts every game's decisions (lockstep) or names
+    # the game a Ray run waits for.
+    from hoi4_arena.play.runner import GamePlan, RunLimits, _Progress
+
+    with _Progress("policy", RunLimits(games=16, decisions_per_game=25), 0, True) as bar:
+        bar.lockstep(8)
+        bar.decisions_made(1000)
+        assert any(line.startswith("decisions, 8 games at once: 1000,") for line in bar.bar.plain_lines())
+        plan = GamePlan(1, "plains", "plains:0", 20, "RED", 5)
+        bar.waiting(plan, 2)
+        lines = bar.bar.plain_lines()
+        assert any(line.startswith("waiting for game 1 (plains:0 s20 RED); 2 on Ray: 0,") for line in lines)
+        assert not any("decisions" in line for line in lines)

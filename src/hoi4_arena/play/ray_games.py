@@ -223,7 +223,8 @@ class RayGames:
         the budget and returns its record: anything with `session` (the folder under `folder` that comes
         back to OUT, or None), `reason` and `play_ns`: a one-player run's (`runner.play_one`) or
         collect-pair's (`play.pair.play_pair_task`). A task whose worker died is `finished` with an
-        invalid `GameRecord` (reason `ray: ...`), whatever `game` returns."""
+        invalid `GameRecord` (reason `ray: ...`), whatever `game` returns. `bar`: the run's progress,
+        told (`waiting(plan, in_flight)`) which game's result is awaited."""
         ray = self.ray
         task = ray.remote(num_cpus=1, max_retries=0)(play_remote)
         run_ref = ray.put(run)  # one copy of the run (its player's weights) for every task
@@ -260,7 +261,7 @@ class RayGames:
                     flight.appendleft((plan, hint, ref, node, options))  # cancelled below
                     break  # the local loop would not have started this game
                 if bar is not None:
-                    bar.start_game(plan)
+                    bar.waiting(plan, len(flight) + 1)
                 record, files = self._result(plan, ref)
                 if (
                     left is not None

@@ -450,6 +450,20 @@ class _Progress:
                 description=f"game {plan.index} ({Path(plan.spec).name} s{plan.seed} {plan.side})",
             )
 
+    def _open_ended(self, description: str) -> None:
+        """The second bar as a count without a total (rich's reset keeps the old total when given None)."""
+        assert self.bar is not None
+        self.bar.remove_task(self.decisions)
+        self.decisions = self.bar.add_task(description, total=None)
+
+    def waiting(self, plan: GamePlan, in_flight: int) -> None:
+        """On Ray the games play elsewhere: the second bar names the game awaited, not its decisions."""
+        if self.bar is not None:
+            self._open_ended(
+                f"waiting for game {plan.index} ({Path(plan.spec).name} s{plan.seed} {plan.side});"
+                f" {in_flight} on Ray"
+            )
+
     def decision(self, count: int) -> None:
         if self.bar is not None and count % 5 == 0:
             self.bar.update(self.decisions, completed=count)
@@ -457,7 +471,7 @@ class _Progress:
     def lockstep(self, games: int) -> None:
         """The second bar counts the decisions of every game played at once."""
         if self.bar is not None:
-            self.bar.reset(self.decisions, total=None, description=f"decisions, {games} games at once")
+            self._open_ended(f"decisions, {games} games at once")
 
     def decisions_made(self, count: int) -> None:
         if self.bar is not None:
