@@ -13,7 +13,7 @@ from hoi4_arena.errors import UserError
 from hoi4_arena.play.play_policy import PlayConfig, run_play_policy
 from hoi4_arena.play.random_policy import RandomPolicy
 from hoi4_arena.play.record_ai import RecordAIConfig
-from hoi4_arena.play.runner import check_size, map_list, side_swapped
+from hoi4_arena.play.runner import GamePlan, RunLimits, _Progress, check_size, map_list, side_swapped
 from hoi4_arena.screen.game import GameSettings, TokenPlayer, play_game
 from hoi4_arena.screen.shared_capture import SharedCapture, covers
 from hoi4_arena.screen.sim_worker import SimWorker
@@ -149,8 +149,6 @@ def test_the_progress_lines_of_games_played_at_once_or_elsewhere_count_without_a
     # To a log file the bars are plain lines, and a bar whose count reached its total is left out: the
     # second bar must drop the one game's total when it counts every game's decisions (lockstep) or names
     # the game a Ray run waits for.
-    from hoi4_arena.play.runner import GamePlan, RunLimits, _Progress
-
     with _Progress("policy", RunLimits(games=16, decisions_per_game=25), 0, True) as bar:
         bar.lockstep(8)
         bar.decisions_made(1000)
