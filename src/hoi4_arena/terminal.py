@@ -84,8 +84,10 @@ LINE_EVERY_S = 60.0
 
 class _Progress(Progress):
     """rich's Progress, which draws nothing to a file or a pipe until its bars stop (a background run's
-    log stays empty for an epoch); there, while it runs, it writes one plain line per unfinished bar
-    every `line_every_s` seconds: `epoch 1/1000: 412/1214, 0:03:10 elapsed`."""
+    log stays empty for an epoch), and then draws them at 80 columns, cutting a long description and
+    its counts to `…`. There, while it runs, it writes one plain line per unfinished bar every
+    `line_every_s` seconds (`epoch 1/1000: 412/1214, 0:03:10 elapsed`), and when it stops, one plain
+    line per visible bar in place of rich's drawing (unless transient: then nothing)."""
 
     def __init__(self, *columns: Any, line_every_s: float, **kwargs: Any) -> None:
         super().__init__(*columns, **kwargs)
@@ -105,13 +107,25 @@ class _Progress(Progress):
             self._lines_stop.set()
             self._lines.join()
             self._lines = None
-        super().stop()
+        if self.console.is_terminal or self.live.transient or not self.live.is_started or self.disable:
+            super().stop()
+            return
+        # To a file or a pipe: rich's last drawing (cut at 80 columns) and the empty line it writes
+        # after it are left out; plain lines instead.
+        self.live.transient = True
+        try:
+            self.live.stop()
+        finally:
+            self.live.transient = False
+        for line in self.plain_lines(finished=True):
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
-    def plain_lines(self) -> list[str]:
-        """A line for each visible bar not yet finished."""
+    def plain_lines(self, finished: bool = False) -> list[str]:
+        """A line for each visible bar not yet finished (`finished`: and for each finished one)."""
         lines = []
         for task in self.tasks:
-            if not task.visible or (task.total is not None and task.completed >= task.total):
+            done_already = task.total is not None and task.completed >= task.total
+            if not task.visible or (done_already and not finished):
                 continue
             name = Text.from_markup(task.description).plain
             done = f"{task.completed:g}" + (f"/{task.total:g}" if task.total is not None else "")
