@@ -6,7 +6,7 @@ Each comparison is a changed recipe A against the recipe it changed, B, their po
 training seed as in `scripts/recipe_pairs.py` (same maps, game seeds and sides; both suites pooled).
 For each it prints and draws the mean paired difference A - B of three things a game: the score (a win
 1, a draw 1/2, a loss 0), the setup completed (0 or 1) and the offensives drawn, with a 95% interval
-from 2,000 bootstrap resamples of the paired games (seed 0) and the exact paired p (sign-flip for the
+from 2,000 bootstrap resamples of the paired games (seed 0 for each comparison) and the exact paired p (sign-flip for the
 score and the offensives, McNemar for the setups). A comparison whose interval leaves 0 moved that
 number; the picture puts every change the docs measured side by side.
 
@@ -85,8 +85,7 @@ def effect(values: list[float], measure: str, rng: np.random.Generator) -> dict[
 def effects(bench: Path, comparisons: list[tuple[str, list[str], list[str]]], pairs: int | None) -> dict:
     """{label: {measure: effect}} over both suites' pooled paired games."""
     if pairs is None:
-        pairs = pairs_script.report(bench, *comparisons[0][1:])["pairs"]
-    rng = np.random.default_rng(0)
+        pairs = pairs_script.board_pairs(bench)
     out = {}
     for label, recipe_a, recipe_b in comparisons:
         matched = [
@@ -96,6 +95,7 @@ def effects(bench: Path, comparisons: list[tuple[str, list[str], list[str]]], pa
             for pair in pairs_script.pooled(bench, suite, pairs, recipe_a, recipe_b)
         ]
         found = differences(matched)
+        rng = np.random.default_rng(0)  # each comparison's intervals its own, wherever it stands in the list
         out[label] = {measure: effect(found[measure], measure, rng) for measure in MEASURES}
     return out
 

@@ -129,16 +129,21 @@ def _line(name: str, result: dict[str, Any]) -> str:
     )
 
 
+def board_pairs(bench: Path) -> int:
+    """The pairs of maps a suite the benchmark folder's leaderboard.json counts (its smallest suite's)."""
+    try:
+        board = json.loads((bench / "leaderboard.json").read_text())
+        return min(int(entry["pairs"]) for entry in board["suites"].values())
+    except (OSError, ValueError, KeyError) as error:
+        raise SystemExit(f"error: {bench}: no leaderboard.json to read --pairs from ({error})") from None
+
+
 def report(bench: Path, recipe_a: list[str], recipe_b: list[str], pairs: int | None = None) -> dict[str, Any]:
     """Per suite found under BENCH and for all of them together."""
     if len(recipe_a) != len(recipe_b) or not recipe_a:
         raise SystemExit("error: A and B must list the same number of policies (one per training seed)")
     if pairs is None:
-        try:
-            board = json.loads((bench / "leaderboard.json").read_text())
-            pairs = min(int(entry["pairs"]) for entry in board["suites"].values())
-        except (OSError, ValueError, KeyError) as error:
-            raise SystemExit(f"error: {bench}: no leaderboard.json to read --pairs from ({error})") from None
+        pairs = board_pairs(bench)
     suites = [suite for suite in SUITES if (bench / suite).is_dir()]
     per_suite = {suite: pooled(bench, suite, pairs, recipe_a, recipe_b) for suite in suites}
     out = {suite: summary(matched) for suite, matched in per_suite.items()}
