@@ -6,8 +6,8 @@ Each comparison is a changed recipe A against the recipe it changed, B, their po
 training seed as in `scripts/recipe_pairs.py` (same maps, game seeds and sides; both suites pooled).
 For each it prints and draws the mean paired difference A - B of three things a game: the score (a win
 1, a draw 1/2, a loss 0), the setup completed (0 or 1) and the offensives drawn, with a 95% interval
-from 2,000 bootstrap resamples of the paired games (seed 0 for each comparison) and the exact paired p (sign-flip for the
-score and the offensives, McNemar for the setups). A comparison whose interval leaves 0 moved that
+from 2,000 bootstrap resamples of the paired games (seed 0 for each comparison) and the exact paired p
+(sign-flip for the score and the offensives, McNemar for the setups). A comparison whose interval leaves 0 moved that
 number; the picture puts every change the docs measured side by side.
 
 Try: .venv/bin/python scripts/recipe_effects.py runs/bench-steps docs/screenshots/recipe-effects.png \
@@ -51,14 +51,10 @@ def parse_comparison(text: str) -> tuple[str, list[str], list[str]]:
 
 def differences(matched: list[tuple]) -> dict[str, list[float]]:
     """Per measure, the paired differences A - B (offensives: the pairs whose rows both carry `war`)."""
-
-    def setup(row: Any) -> float:
-        return float(bool((row.extra.get("setup") or {}).get("complete")))
-
     war = [(a, b) for a, b in matched if a.extra.get("war") and b.extra.get("war")]
     return {
         "score": [SCORES[a.outcome] - SCORES[b.outcome] for a, b in matched],
-        "setup": [setup(a) - setup(b) for a, b in matched],
+        "setup": [float(pairs_script.setup_complete(a)) - pairs_script.setup_complete(b) for a, b in matched],
         "offensives": [float(a.extra["war"]["offensives"] - b.extra["war"]["offensives"]) for a, b in war],
     }
 

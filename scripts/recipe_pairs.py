@@ -70,7 +70,8 @@ def pooled(bench: Path, suite: str, pairs: int, recipe_a: list[str], recipe_b: l
     return matched
 
 
-def _setup(row: GameResult) -> bool:
+def setup_complete(row: GameResult) -> bool:
+    """Whether the row's side completed its setup."""
     return bool((row.extra.get("setup") or {}).get("complete"))
 
 
@@ -84,7 +85,7 @@ def summary(matched: list[tuple]) -> dict[str, Any]:
     """The pooled comparison of the (A, B) row pairs."""
     n = len(matched)
     won = [(a.outcome == "win", b.outcome == "win") for a, b in matched]
-    setup = [(_setup(a), _setup(b)) for a, b in matched]
+    setup = [(setup_complete(a), setup_complete(b)) for a, b in matched]
     only = {
         what: (sum(x and not y for x, y in pairs), sum(y and not x for x, y in pairs))
         for what, pairs in (("wins", won), ("setups", setup))
